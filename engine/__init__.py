@@ -1,0 +1,1 @@
+"""The micro-engine (the only code that imports torch). Placeholder until the engine issue lands."""

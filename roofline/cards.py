@@ -1,0 +1,158 @@
+"""Find and load cards: bundled (in the wheel), the user directory ($ROOFLINE_HOME) and --cards directories.
+
+A card of the same name in a later source overrides an earlier one: bundled < user dir < --cards.
+`--hw`/`--model` may also be a path to a YAML card (or, for models, a transformers config.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .errors import CardError, RooflineError, UnknownNameError
+from .hardware import HardwareCard
+from .modelcard import ModelCard
+
+Card = TypeVar("Card", HardwareCard, ModelCard)
+_PKG = Path(__file__).resolve().parent
+KINDS = {"hardware": HardwareCard, "models": ModelCard}
+
+
+def bundled_dir() -> Path:
+    """Cards inside the installed wheel (roofline/cards/) or, in a checkout, the repository root."""
+    inside = _PKG / "cards"
+    return inside if (inside / "hardware").is_dir() else _PKG.parent
+
+
+def user_dir() -> Path:
+    """$ROOFLINE_HOME, default ~/.config/roofline; holds hardware/ and models/ like the bundled set."""
+    return Path(os.environ.get("ROOFLINE_HOME") or Path.home() / ".config" / "roofline")
+
+
+def _loader():
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.load(path.read_text(), Loader=_loader())
+    except OSError as err:
+        raise CardError(path, "", f"cannot read file ({err.strerror})") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "file"
+        raise CardError(path, where, f"not valid YAML ({getattr(err, 'problem', err)})") from None
+    if not isinstance(data, dict):
+        raise CardError(path, "", "a card must be a YAML mapping of fields (name: ..., ...)")
+    return data
+
+
+def validate_card(schema: type[Card], data: dict, path: object) -> Card:
+    """Validate a mapping into a card; the first problem becomes one line naming file, field and fix."""
+    try:
+        return schema.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "card"
+        msg = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "missing":
+            msg = "required field is missing"
+        elif first["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; see `roofline hw show h100-sxm` for a complete card)"
+        raise CardError(path, loc, msg) from None
+
+
+def load_card(schema: type[Card], path: Path) -> Card:
+    if schema is ModelCard and path.suffix == ".json":
+        from .hf_import import card_from_config
+
+        try:
+            config = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise CardError(path, "", f"not a readable config.json ({err})") from None
+        return card_from_config(config, name=None, source=str(path))
+    return validate_card(schema, read_yaml(path), path)
+
+
+@dataclass
+class _Entry(Generic[Card]):
+    path: Path
+    origin: str  # bundled | user | cards
+    _card: Card | None = None
+
+
+@dataclass
+class CardStore:
+    """All cards visible to one command. Loads each YAML lazily, once."""
+
+    extra_dirs: list[Path] = field(default_factory=list)
+    _index: dict[str, dict[str, _Entry]] = field(default_factory=dict)
+
+    def sources(self) -> list[tuple[str, Path]]:
+        return [("bundled", bundled_dir()), ("user", user_dir())] + [("cards", Path(d)) for d in self.extra_dirs]
+
+    def _entries(self, kind: str) -> dict[str, _Entry]:
+        if kind not in self._index:
+            entries: dict[str, _Entry] = {}
+            for origin, root in self.sources():
+                folder = root / kind
+                for path in sorted(folder.glob("*.y*ml")) if folder.is_dir() else []:
+                    entries[path.stem.lower()] = _Entry(path, origin)  # later sources override
+            self._index[kind] = entries
+        return self._index[kind]
+
+    def _card(self, kind: str, entry: _Entry):
+        if entry._card is None:
+            entry._card = load_card(KINDS[kind], entry.path)
+            if entry._card.name != entry.path.stem.lower():
+                raise CardError(entry.path, "name", f"'{entry._card.name}' must match the file name '{entry.path.stem}'")
+        return entry._card
+
+    def all(self, kind: str) -> list:
+        return [self._card(kind, e) for e in self._entries(kind).values()]
+
+    def origin(self, kind: str, name: str) -> str:
+        return self._entries(kind)[name].origin
+
+    def get(self, kind: str, name: str):
+        """A card by name, alias (case-insensitive) or file path."""
+        what = {"hardware": "hardware", "models": "model"}[kind]
+        if not name or not name.strip():
+            raise RooflineError(f"no {what} given; pass a name (see `roofline {'hw' if kind == 'hardware' else 'models'} list`)")
+        as_path = Path(name).expanduser()
+        if as_path.suffix in (".yaml", ".yml", ".json") or os.sep in name and as_path.exists():
+            if not as_path.is_file():
+                raise CardError(as_path, "", "no such file")
+            return load_card(KINDS[kind], as_path)
+        key = name.strip().lower()
+        entries = self._entries(kind)
+        if key in entries:
+            return self._card(kind, entries[key])
+        aliases = {}
+        for card in self.all(kind):
+            for alias in (card.name, *card.aliases):
+                aliases.setdefault(alias.lower(), card)
+        if key in aliases:
+            return aliases[key]
+        list_cmd = "roofline hw list" if kind == "hardware" else "roofline models list"
+        raise UnknownNameError(what, name, [c.name for c in self.all(kind)], f"see `{list_cmd}`")
+
+    def hardware(self, name: str) -> HardwareCard:
+        return self.get("hardware", name)
+
+    def model(self, name: str) -> ModelCard:
+        return self.get("models", name)
+
+
+def card_to_yaml(card: BaseModel) -> str:
+    """Serialise a card back to YAML (SI numbers, field names as written in cards)."""
+    data = card.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+    for key in ("name",):
+        data = {key: data.pop(key), **data}
+    return yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True)

@@ -1,0 +1,119 @@
+"""Parse quantities written in cards ("273 GB/s", "119.7 GiB", "989.4 TFLOP/s", "128K") into SI numbers.
+
+Decimal prefixes (k, M, G, T, P) are powers of 1000; binary prefixes (Ki, Mi, Gi, Ti) are powers of 1024.
+GB = 1e9 bytes, GiB = 2**30 bytes: the two are never confused.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Kind = Literal["bytes", "bytes_per_s", "flop_per_s", "watts", "seconds", "tokens"]
+
+_DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+_BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+# context lengths are conventionally binary: "4K" = 4,096 tokens, "128K" = 131,072, "1M" = 1,048,576
+_TOKEN_PREFIX = {"": 1.0, "k": 2.0**10, "K": 2.0**10, "m": 2.0**20, "M": 2.0**20}
+_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+# unit suffixes accepted per kind (after the prefix); all spellings mean the same SI unit
+_UNITS: dict[str, tuple[str, ...]] = {
+    "bytes": ("B",),
+    "bytes_per_s": ("B/s", "Bps"),
+    "flop_per_s": ("FLOP/s", "FLOPS", "FLOPs", "flop/s", "flops", "OP/s", "OPS", "TOPS"),
+    "watts": ("W",),
+}
+
+EXPECTED_FORM = {
+    "bytes": "a number of bytes or a quantity like '128 GB' or '119.7 GiB'",
+    "bytes_per_s": "a number of bytes/s or a quantity like '273 GB/s' or '3.35 TB/s'",
+    "flop_per_s": "a number of FLOP/s or a quantity like '989.4 TFLOP/s'",
+    "watts": "a number of watts or a quantity like '700 W'",
+    "seconds": "a number of seconds or a quantity like '2 us' or '1.5 ms'",
+    "tokens": "a token count like 4096, '4k', '128K' or '1M'",
+}
+
+_NUM = r"(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+_QTY = re.compile(rf"^\s*{_NUM}\s*(?P<unit>[^\s0-9].*?)?\s*$")
+
+
+class QuantityError(ValueError):
+    """A value that is not a valid quantity of the expected kind."""
+
+    def __init__(self, value: object, kind: str):
+        self.value, self.kind = value, kind
+        super().__init__(f"{value!r} is not {EXPECTED_FORM[kind]}")
+
+
+def _scale(prefix: str, kind: str) -> float | None:
+    if prefix in _BINARY and kind in ("bytes", "bytes_per_s"):
+        return _BINARY[prefix]
+    return _DECIMAL.get(prefix)
+
+
+def _unit_factor(unit: str, kind: str) -> float | None:
+    if kind == "seconds":
+        return _TIME.get(unit)
+    if kind == "tokens":
+        return _TOKEN_PREFIX.get(unit)
+    for suffix in _UNITS[kind]:
+        if unit.endswith(suffix):
+            prefix = unit[: -len(suffix)]
+            if suffix == "TOPS":  # "1978.9 TOPS" = tera-ops/s
+                prefix, suffix = prefix + "T", "OPS"
+            return _scale(prefix, kind)
+    return None
+
+
+def parse_quantity(value: object, kind: Kind) -> float:
+    """Return `value` in SI units (bytes, bytes/s, FLOP/s, W, s or tokens). Raises QuantityError."""
+    if isinstance(value, bool):
+        raise QuantityError(value, kind)
+    if isinstance(value, (int, float)):
+        if value < 0 or value != value or value in (float("inf"),):
+            raise QuantityError(value, kind)
+        return float(value)
+    if not isinstance(value, str):
+        raise QuantityError(value, kind)
+    match = _QTY.match(value.replace(",", "").replace("_", ""))
+    if not match:
+        raise QuantityError(value, kind)
+    factor = _unit_factor((match["unit"] or "").strip(), kind)
+    if factor is None:
+        raise QuantityError(value, kind)
+    return float(match["num"]) * factor
+
+
+def parse_tokens(value: object) -> int:
+    """Token counts: 4096, '4k' or '4K' (4,096), '128K' (131,072), '1M' (1,048,576). Must be > 0."""
+    tokens = parse_quantity(value, "tokens")
+    if tokens <= 0 or tokens != int(tokens):
+        raise QuantityError(value, "tokens")
+    return int(tokens)
+
+
+GB = 1e9
+GiB = 2.0**30
+MiB = 2.0**20
+KiB = 2.0**10
+TB = 1e12
+TFLOP = 1e12
+
+
+def fmt_bytes(n: float, binary: bool = False) -> str:
+    """'80.0 GB' (decimal) or '74.5 GiB' (binary)."""
+    steps = [("TiB", 2.0**40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)] if binary else [
+        ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)]
+    for name, size in steps:
+        if abs(n) >= size:
+            return f"{n / size:.3g} {name}" if n / size < 100 else f"{n / size:.0f} {name}"
+    return f"{n:.0f} B"
+
+
+def fmt_rate(n: float, unit: str) -> str:
+    """'273 GB/s', '989 TFLOP/s'."""
+    for name, size in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.4g} {name}{unit}"
+    return f"{n:.4g} {unit}"
