@@ -174,8 +174,10 @@ class ParamCount(_Strict):
     total: float = Field(gt=0)
     active: float | None = Field(None, gt=0)
     source: str
-    # what the published figure leaves out, e.g. ["mtp"] for DeepSeek-V3's 671B
-    excludes: list[Literal["mtp", "embedding", "lm_head", "vision"]] = []
+    includes_mtp: bool = False  # the published figure counts multi-token-prediction modules (DeepSeek-V3: 685B)
+    # parameters in the published figure outside the text decoder the card models (e.g. a vision tower)
+    other_params: float = Field(0.0, ge=0)
+    other_params_source: str = ""
 
 
 class Source(_Strict):
