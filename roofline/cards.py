@@ -141,7 +141,8 @@ class CardStore:
         if key in aliases:
             return aliases[key]
         list_cmd = "roofline hw list" if kind == "hardware" else "roofline models list"
-        raise UnknownNameError(what, name, [c.name for c in self.all(kind)], f"see `{list_cmd}`")
+        known = {alias: card.name for alias, card in aliases.items()}
+        raise UnknownNameError(what, name, known, f"see `{list_cmd}`")
 
     def hardware(self, name: str) -> HardwareCard:
         return self.get("hardware", name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from typing import Mapping, Sequence
 
 
 class RooflineError(Exception):
@@ -10,13 +11,16 @@ class RooflineError(Exception):
 
 
 class UnknownNameError(RooflineError):
-    def __init__(self, what: str, name: str, known: list[str], hint: str = ""):
-        close = difflib.get_close_matches(name.lower(), [k.lower() for k in known], n=3, cutoff=0.5)
-        canon = {k.lower(): k for k in known}
-        suggestion = f"; did you mean {', '.join(canon[c] for c in close)}?" if close else ""
-        tail = f" ({hint})" if hint and not close else ""
+    """'unknown hardware 'h1000'; did you mean h100-sxm?' — `known` maps every spelling to its canonical name."""
+
+    def __init__(self, what: str, name: str, known: Sequence[str] | Mapping[str, str], hint: str = ""):
+        spellings = {k.lower(): v for k, v in (known.items() if isinstance(known, Mapping) else ((k, k) for k in known))}
+        close = difflib.get_close_matches(name.strip().lower(), list(spellings), n=6, cutoff=0.6)
+        self.matches = list(dict.fromkeys(spellings[c] for c in close))[:3]
+        suggestion = f"; did you mean {', '.join(self.matches)}?" if self.matches else ""
+        tail = f" ({hint})" if hint and not self.matches else ""
         super().__init__(f"unknown {what} '{name}'{suggestion}{tail}")
-        self.name, self.matches = name, [canon[c] for c in close]
+        self.name = name
 
 
 class CardError(RooflineError):

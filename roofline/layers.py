@@ -44,3 +44,16 @@ def resolve_layers(arch: Architecture) -> list[Layer]:
         window = att.sliding_window if lt.mixer == "sliding" and att is not None else None
         out.append(Layer(i, lt.mixer, ffn, heads, kv, hd, window, lt.k_eq_v))
     return out
+
+
+def layer_summary(layers: list[Layer]) -> str:
+    """'40 full · 40 sliding/1024 + MoE' style summary of what the layers are, in first-seen order."""
+    counts: dict[str, int] = {}
+    for lay in layers:
+        mixer = f"sliding/{lay.window}" if lay.window else lay.mixer
+        if lay.is_attention and lay.num_kv_heads != lay.num_heads:
+            mixer += f" gqa {lay.num_heads}:{lay.num_kv_heads}"
+        key = mixer if lay.ffn in ("none", "dense") and lay.mixer != "none" else f"{mixer}+{lay.ffn}"
+        key = key.replace("none+", "")
+        counts[key] = counts.get(key, 0) + 1
+    return " · ".join(f"{n}× {k}" for k, n in counts.items())

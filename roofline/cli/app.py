@@ -1,0 +1,61 @@
+"""Entry point: builds the typer app and runs it under the one error handler."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from .. import __version__
+from ..errors import RooflineError
+from . import formats_cmd, hw, models
+
+app = typer.Typer(
+    name="roofline",
+    help="How fast, does it fit, and why: LLM inference on any hardware.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.add_typer(hw.app, name="hw", help="Hardware cards: list, show.")
+app.add_typer(models.app, name="models", help="Model cards: list, show, import a transformers config.json.")
+app.command("formats", help="Weight and KV-cache formats with effective bits per value.")(formats_cmd.formats)
+
+
+def _version(value: bool):
+    if value:
+        typer.echo(f"roofline {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
+                                                    help="Print the version and exit.")] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show the full traceback on errors.")] = False,
+):
+    """How fast, does it fit, and why: LLM inference on any hardware."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI. User errors: one line on stderr, exit 2. `--debug` anywhere shows the traceback."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    try:
+        app(args=args, prog_name="roofline")
+    except RooflineError as err:
+        if debug:
+            raise
+        sys.stderr.write(f"error: {err}\n")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    except Exception as err:  # a bug: say so briefly, keep the traceback behind --debug
+        if debug:
+            raise
+        sys.stderr.write(f"internal error: {type(err).__name__}: {err} (re-run with --debug for the traceback)\n")
+        sys.exit(1)

@@ -1,0 +1,138 @@
+"""`roofline models list|show|import`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..cards import card_to_yaml, user_dir
+from ..errors import CardError, RooflineError
+from ..kv import kv_bytes, kv_bytes_per_token
+from ..layers import layer_summary, resolve_layers
+from ..modelcard import ModelCard
+from ..params import active_params, component_format, param_counts, active_param_counts, total_params, weight_bytes
+from .common import CardsOpt, JsonOpt, billions, gb, store
+from .output import Column, emit, table
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+
+
+def model_record(card: ModelCard, origin: str | None = None) -> dict:
+    """A card as JSON plus what roofline derives from its shapes (parameters, weight and KV bytes)."""
+    arch = card.architecture
+    data = card.model_dump(mode="json", exclude_none=True)
+    data["derived"] = {
+        "total_params": total_params(card),
+        "active_params": active_params(card),
+        "params_by_component": param_counts(card),
+        "weights_bytes": sum(weight_bytes(card).values()),
+        "kv_bytes_per_token_bf16": kv_bytes_per_token(card, "bf16"),
+        "kv_bytes_at_max_context_bf16": kv_bytes(card, arch.max_context, "bf16"),
+        "layers": layer_summary(resolve_layers(arch)),
+    }
+    if origin:
+        data["origin"] = origin
+    return data
+
+
+@app.command("list", help="All model cards (bundled, user directory, --cards).")
+def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
+    st = store(cards)
+    items = sorted(st.all("models"), key=lambda c: (c.family, total_params(c)))
+    data = [model_record(c, st.origin("models", c.name)) for c in items]
+
+    def render():
+        cols = ["name", "family", Column("params", "right"), Column("active", "right"), Column("layers", "right"),
+                "layer kinds", Column("KV/token bf16", "right"), Column("max ctx", "right"), "weights"]
+        rows = []
+        for c, d in zip(items, data):
+            der = d["derived"]
+            rows.append((c.name, c.family, billions(der["total_params"]),
+                         billions(der["active_params"]) if c.is_moe else "", c.architecture.num_layers, der["layers"],
+                         f"{der['kv_bytes_per_token_bf16'] / 1024:,.1f} KiB", f"{c.architecture.max_context:,}",
+                         ", ".join(f"{k}={v}" for k, v in c.weights.items())))
+        yield table(f"{len(items)} model cards", cols, rows)
+
+    emit(data, as_json, render)
+
+
+@app.command("show", help="One model card: shapes, parameters per component, weight and KV bytes.")
+def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to a YAML card or config.json.")],
+         as_json: JsonOpt = False, cards: CardsOpt = None):
+    card = store(cards).model(name)
+    data = model_record(card)
+
+    def render():
+        arch, der = card.architecture, data["derived"]
+        att = arch.attention
+        rows = [("name", card.name), ("aliases", ", ".join(card.aliases)), ("family", card.family),
+                ("source", f"{card.source.hf_repo or ''} — shapes from {card.source.shapes_from}"),
+                ("published params", f"{billions(card.params.total)} total"
+                 + (f", {billions(card.params.active)} active" if card.params.active else "") + f" ({card.params.source})"),
+                ("derived params", f"{billions(der['total_params'])} total, {billions(der['active_params'])} active"),
+                ("vocab / hidden / layers", f"{arch.vocab_size:,} / {arch.hidden_size:,} / {arch.num_layers}"),
+                ("layers", der["layers"])]
+        if att:
+            rows.append(("attention", f"{att.num_heads} heads, {att.num_kv_heads} kv heads, head_dim {att.head_dim}"
+                         + (f", window {att.sliding_window}" if att.sliding_window else "")))
+        if arch.mla:
+            rows.append(("MLA", ", ".join(f"{k}={v}" for k, v in arch.mla.model_dump().items())))
+        if arch.moe:
+            m = arch.moe
+            rows.append(("MoE", f"{m.num_experts} experts, {m.experts_per_token} per token, {m.num_shared_experts} shared, "
+                                f"expert FFN {m.expert_intermediate_size}, first {m.first_dense_layers} dense"))
+        if arch.mamba2:
+            rows.append(("Mamba-2", ", ".join(f"{k}={v}" for k, v in arch.mamba2.model_dump().items())))
+        rows += [("max context", f"{arch.max_context:,} tokens"),
+                 ("KV cache (bf16)", f"{der['kv_bytes_per_token_bf16'] / 1024:,.1f} KiB/token; "
+                  f"{der['kv_bytes_at_max_context_bf16'] / 2**30:,.2f} GiB at {arch.max_context:,} tokens")]
+        yield table(card.name, ["field", "value"], rows, caption=card.notes or None)
+        total, active, wbytes = param_counts(card), active_param_counts(card), weight_bytes(card)
+        comp = [(c, f"{total[c]:,}", f"{active[c]:,.0f}", component_format(card, c), gb(wbytes[c], 2))
+                for c in total if total[c]]
+        comp.append(("total", f"{sum(total.values()):,}", f"{sum(active.values()):,.0f}", "", gb(sum(wbytes.values()), 2)))
+        yield table("parameters by component (native formats)",
+                    ["component", Column("params", "right"), Column("active/token", "right"), "format",
+                     Column("GB", "right")], comp)
+
+    emit(data, as_json, render)
+
+
+@app.command("import", help="Convert a transformers config.json into a card in the user card directory.")
+def import_(path: Annotated[Path, typer.Argument(help="A transformers config.json.")],
+            name: Annotated[Optional[str], typer.Option("--name", help="Card name (default: from the config).")] = None,
+            force: Annotated[bool, typer.Option("--force", help="Overwrite an existing card of that name.")] = False,
+            out_dir: Annotated[Optional[Path], typer.Option("--to", help="Card directory (default: $ROOFLINE_HOME).")] = None,
+            as_json: JsonOpt = False):
+    from ..hf_import import card_from_config
+
+    try:
+        config = json.loads(path.read_text())
+    except OSError as err:
+        raise CardError(path, "", f"cannot read file ({err.strerror})") from None
+    except json.JSONDecodeError as err:
+        raise CardError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from None
+    if not isinstance(config, dict):
+        raise CardError(path, "", "a config.json must be a JSON object")
+    card = card_from_config(config, name=name, source=str(path))
+    target = (out_dir or user_dir()) / "models" / f"{card.name}.yaml"
+    if target.exists() and not force:
+        raise RooflineError(f"card '{card.name}' already exists at {target}; pass --force to overwrite or --name NEW")
+    _write_atomic(target, card_to_yaml(card))
+    data = {"name": card.name, "path": str(target), **model_record(card)["derived"]}
+
+    def render():
+        yield f"wrote [bold]{target}[/bold]: {billions(data['total_params'])} params " \
+              f"({billions(data['active_params'])} active), {data['layers']}"
+
+    emit(data, as_json, render)
+
+
+def _write_atomic(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".yaml.tmp")
+    tmp.write_text(text)
+    tmp.replace(target)
