@@ -113,7 +113,7 @@ def expand_pattern(pattern: str) -> str:
     text = re.sub(r"\s+", "", pattern)
     while True:
         new = re.sub(r"\(([^()]*)\)\*(\d+)", lambda m: m[1] * int(m[2]), text)
-        new = re.sub(r"\(([^()]*)\)", r"\1", new)
+        new = re.sub(r"\(([^()]*)\)(?!\*\d)", r"\1", new)
         new = re.sub(r"([^()*\d])\*(\d+)", lambda m: m[1] * int(m[2]), new)
         if new == text:
             break

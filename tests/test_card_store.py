@@ -1,0 +1,114 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from roofline.cards import CardStore, bundled_dir
+from roofline.errors import CardError, UnknownNameError
+from roofline.hardware import HardwareCard
+from roofline.modelcard import expand_pattern
+
+SPARK = bundled_dir() / "hardware" / "dgx-spark.yaml"
+
+
+def spark_data() -> dict:
+    return yaml.safe_load(SPARK.read_text())
+
+
+def write_card(root: Path, kind: str, data: dict, stem: str | None = None) -> Path:
+    path = root / kind / f"{stem or data['name']}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_spark_parses_into_si():
+    card = CardStore().hardware("DGX-Spark")
+    assert card.memory.bandwidth_bytes_per_s == 273e9
+    assert card.memory.capacity_bytes == 128 * 2**30
+    assert card.memory.unified
+    assert card.memory.usable_bytes == pytest.approx(119.7 * 2**30)
+
+
+@pytest.mark.parametrize("spelling", ["dgx-spark", "DGX-SPARK", "gb10", "NVIDIA GB10", " spark "])
+def test_names_and_aliases_case_insensitive(spelling):
+    assert CardStore().hardware(spelling).name == "dgx-spark"
+
+
+def test_unknown_name_suggests_closest():
+    with pytest.raises(UnknownNameError, match="did you mean dgx-spark"):
+        CardStore().hardware("dgx-sprak")
+
+
+def test_user_dir_overrides_bundled(isolated_home):
+    data = spark_data()
+    data["memory"]["bandwidth"] = "300 GB/s"
+    write_card(isolated_home, "hardware", data)
+    store = CardStore()
+    assert store.hardware("dgx-spark").memory.bandwidth_bytes_per_s == 300e9
+    assert store.origin("hardware", "dgx-spark") == "user"
+
+
+def test_cards_option_overrides_user_dir(isolated_home, tmp_path):
+    data = spark_data()
+    data["memory"]["bandwidth"] = "300 GB/s"
+    write_card(isolated_home, "hardware", data)
+    data["memory"]["bandwidth"] = "301 GB/s"
+    extra = tmp_path / "extra"
+    write_card(extra, "hardware", data)
+    assert CardStore([extra]).hardware("spark").memory.bandwidth_bytes_per_s == 301e9
+
+
+def test_card_given_as_path(tmp_path):
+    data = spark_data() | {"name": "my-box", "aliases": []}
+    path = write_card(tmp_path, "hardware", data)
+    assert CardStore().hardware(str(path)).name == "my-box"
+
+
+BAD_CARDS = [
+    (lambda d: d["memory"].update(bandwidth="273 GX/s"), "memory.bandwidth", "quantity like '273 GB/s'"),
+    (lambda d: d["memory"].pop("capacity"), "memory.capacity", "required field is missing"),
+    (lambda d: d["peak_flops"].update(bf16="lots"), "peak_flops.bf16", "TFLOP/s"),
+    (lambda d: d.update(kind="gpu-ish"), "kind", "'gpu', 'soc', 'cpu' or 'accelerator'"),
+    (lambda d: d.update(colour="green"), "colour", "unknown field"),
+    (lambda d: d["peak_flops"].update(fp6="1 TFLOP/s"), "peak_flops.fp6", "unknown field"),
+    (lambda d: d.update(sources={}), "card", "sources must say where 'memory.capacity' comes from"),
+    (lambda d: d["memory"].update(reserved="200 GiB"), "memory", "reserved must be smaller than capacity"),
+]
+
+
+@pytest.mark.parametrize("mutate, field, message", BAD_CARDS)
+def test_bad_hardware_card_names_file_field_and_form(tmp_path, mutate, field, message):
+    data = spark_data()
+    mutate(data)
+    path = write_card(tmp_path, "hardware", data)
+    with pytest.raises(CardError) as err:
+        CardStore([tmp_path]).hardware("dgx-spark")
+    text = str(err.value)
+    assert str(path) in text and f": {field}: " in text and message in text
+    assert "\n" not in text
+
+
+def test_not_yaml_and_wrong_name(tmp_path):
+    (tmp_path / "hardware").mkdir()
+    (tmp_path / "hardware" / "broken.yaml").write_text("name: [unclosed\n")
+    with pytest.raises(CardError, match="broken.yaml: line 2: not valid YAML"):
+        CardStore([tmp_path]).hardware("broken")
+    write_card(tmp_path, "hardware", spark_data(), stem="other")
+    with pytest.raises(CardError, match="must match the file name 'other'"):
+        CardStore([tmp_path]).hardware("other")
+
+
+@pytest.mark.parametrize("pattern, expected", [
+    ("(SA)*3", "SASASA"), ("S*4", "SSSS"), ("(SSSSSA)*2 SS", "SSSSSASSSSSASS"), ("MEM*E", "MEM*E"),
+    ("((SA)*2 M)*2", "SASAMSASAM"),
+])
+def test_layer_pattern_grammar(pattern, expected):
+    assert expand_pattern(pattern) == expected
+
+
+def test_hardware_schema_rejects_sparse_free_dtypes_missing():
+    data = spark_data()
+    data["peak_flops"] = {}
+    with pytest.raises(Exception, match="at least one dtype"):
+        HardwareCard.model_validate(data)
