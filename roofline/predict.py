@@ -1,0 +1,154 @@
+"""Request-level prediction: TTFT, ITL, tok/s and e2e, ceiling beside expected, and why (the bound)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from .efficiency import CEILING, Efficiency, expected_efficiency
+from .hardware import HardwareCard
+from .layers import resolve_layers
+from .memory import kv_cache_bytes, resident_weight_bytes
+from .modelcard import ModelCard
+from .ops import Formats, Op, Step, layer_ops, matmul, step_ops
+from .timing import StepTime, bound_of, time_ops
+from .workload import Workload
+
+DECODE_SAMPLES = 16  # contexts at which the decode step is evaluated to average ITL (midpoint rule)
+
+
+def decode_contexts(start, output_tokens: int):
+    """Context lengths at which to evaluate decode steps: every step for short outputs, else midpoints."""
+    if output_tokens <= DECODE_SAMPLES:
+        offsets = np.arange(output_tokens, dtype=float)
+    else:
+        offsets = (np.arange(DECODE_SAMPLES) + 0.5) * output_tokens / DECODE_SAMPLES
+    return np.asarray(start, dtype=float)[..., None] + offsets
+
+
+def draft_ops(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, draft: ModelCard | None) -> list[Op]:
+    """One draft proposal step: the draft model's decode step, or an MTP head (one layer + lm_head)."""
+    if draft is not None:
+        return step_ops(draft, hw, step, wl.quant, wl.kv_quant)
+    f = Formats(card, hw, wl.quant, wl.kv_quant)
+    last = resolve_layers(card.architecture)[-1]
+    arch = card.architecture
+    head = "embedding" if arch.tie_embeddings else "lm_head"
+    return layer_ops(card, last, step, f, max(arch.mtp_layers, 1)) + [
+        matmul("mtp_lm_head", "lm_head", head, arch.vocab_size * arch.hidden_size, step.tokens, arch.hidden_size,
+               arch.vocab_size, f, 1, 2)]
+
+
+def decode_step_time(card, hw, wl: Workload, eff: Efficiency, batch, context, draft: ModelCard | None = None) -> StepTime:
+    """Seconds per emitted token group: one target step (k+1 tokens when speculating) plus k draft steps."""
+    n = wl.spec_tokens + 1
+    step = Step("decode", n, batch, context)
+    st = time_ops(step_ops(card, hw, step, wl.quant, wl.kv_quant), hw, eff, step.tokens)
+    if wl.spec_tokens:
+        dstep = Step("decode", 1, batch, context)
+        d = time_ops(draft_ops(card, hw, dstep, wl, draft), hw, eff, dstep.tokens)
+        for name in ("total_s", "compute_s", "memory_s", "overhead_s", "flops", "bytes"):
+            setattr(st, name, getattr(st, name) + wl.spec_tokens * getattr(d, name))
+        st.by_class["draft"] = wl.spec_tokens * d.total_s
+    return st
+
+
+def prefill_time(card, hw, wl: Workload, eff: Efficiency, batch) -> StepTime:
+    step = Step("prefill", wl.prompt_tokens, batch, wl.context_tokens)
+    return time_ops(step_ops(card, hw, step, wl.quant, wl.kv_quant), hw, eff, step.tokens)
+
+
+class PhaseReport(BaseModel):
+    time_s: float
+    flops: float
+    bytes: float
+    arithmetic_intensity: float  # FLOP per byte moved
+    ridge_flop_per_byte: float  # the card's peak / bandwidth for this phase's main dtype
+    bound: str  # compute | memory | overhead
+    time_share: dict[str, float]  # by op class
+    top_ops: list[tuple[str, float]]  # (op, seconds) largest first
+
+
+class Metrics(BaseModel):
+    ttft_s: float
+    itl_s: float
+    e2e_s: float
+    prefill_tok_s: float
+    decode_tok_s: float
+    decode_tok_s_aggregate: float
+
+
+class Prediction(BaseModel):
+    model: str
+    hardware: str
+    quant: str
+    kv_quant: str
+    prompt_tokens: int
+    output_tokens: int
+    batch: int
+    spec_tokens: int
+    accept_rate: float | None
+    ttft_s: float
+    itl_s: float
+    e2e_s: float
+    prefill_tok_s: float
+    decode_tok_s: float
+    decode_tok_s_aggregate: float
+    weights_bytes: float
+    kv_bytes: float
+    memory_capacity_bytes: float
+    fits_in_memory: bool
+    bound: dict[str, str]
+    ceiling: Metrics
+    efficiency_source: str
+    phases: dict[str, PhaseReport]
+
+
+def _report(st: StepTime, hw: HardwareCard, dtype: str, scale: float = 1.0) -> PhaseReport:
+    total = float(np.mean(st.total_s)) * scale
+    per = {k: float(np.mean(v)) * scale for k, v in st.by_class.items()}
+    ops = sorted(((k, float(np.mean(v)) * scale) for k, v in st.by_op.items()), key=lambda kv: -kv[1])
+    flops, nbytes = float(np.mean(st.flops)), float(np.mean(st.bytes))
+    bound = str(bound_of(StepTime(*(float(np.mean(getattr(st, f))) for f in
+                                    ("total_s", "compute_s", "memory_s", "overhead_s", "flops", "bytes")))))
+    return PhaseReport(time_s=total, flops=flops * scale, bytes=nbytes * scale,
+                       arithmetic_intensity=flops / nbytes if nbytes else 0.0,
+                       ridge_flop_per_byte=hw.peak_flops.as_dict().get(dtype, 0.0) / hw.memory.bandwidth_bytes_per_s,
+                       bound=bound, time_share={k: v / total for k, v in per.items() if total}, top_ops=ops[:6])
+
+
+def _metrics(card, hw, wl: Workload, eff: Efficiency, draft) -> tuple[Metrics, StepTime, StepTime]:
+    pre = prefill_time(card, hw, wl, eff, wl.batch)
+    dec = decode_step_time(card, hw, wl, eff, wl.batch, decode_contexts(wl.context_tokens + wl.prompt_tokens,
+                                                                         wl.output_tokens), draft)
+    per_verify = wl.tokens_per_verify
+    itl = float(np.mean(dec.total_s)) / per_verify
+    first = float(np.asarray(dec.total_s).reshape(-1)[0])
+    t_pre = float(pre.total_s)
+    ttft = t_pre + first
+    m = Metrics(ttft_s=ttft, itl_s=itl, e2e_s=t_pre + wl.output_tokens * itl,
+                prefill_tok_s=wl.batch * wl.prompt_tokens / t_pre, decode_tok_s=1.0 / itl,
+                decode_tok_s_aggregate=wl.batch / itl)
+    return m, pre, dec
+
+
+def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | None = None,
+            eff: Efficiency | None = None) -> Prediction:
+    """Predict one request shape (batch sequences of prompt -> output tokens) on one card, both modes."""
+    eff = eff or expected_efficiency(hw)
+    m, pre, dec = _metrics(card, hw, wl, eff, draft)
+    ceil, _, _ = _metrics(card, hw, wl, CEILING, draft)
+    fmts = Formats(card, hw, wl.quant, wl.kv_quant)
+    weights = sum(resident_weight_bytes(card, fmts).values())
+    kv = kv_cache_bytes(card, wl.context_tokens + wl.prompt_tokens + wl.output_tokens, wl.batch, wl.kv_quant)
+    phases = {"prefill": _report(pre, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts")),
+              "decode": _report(dec, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts"),
+                                1.0 / wl.tokens_per_verify)}
+    return Prediction(
+        model=card.name, hardware=hw.name, quant=wl.quant or "+".join(dict.fromkeys(card.weights.values())),
+        kv_quant=wl.kv_quant, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens, batch=wl.batch,
+        spec_tokens=wl.spec_tokens, accept_rate=wl.accept_rate, **m.model_dump(), weights_bytes=weights, kv_bytes=kv,
+        memory_capacity_bytes=hw.memory.usable_bytes, fits_in_memory=weights + kv <= hw.memory.usable_bytes,
+        bound={k: v.bound for k, v in phases.items()}, ceiling=ceil, efficiency_source=eff.source, phases=phases)

@@ -1,0 +1,62 @@
+"""Roofline timing of an op list: time = max(FLOPs / (peak x eff), bytes / (bandwidth x eff)) + overheads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .efficiency import Efficiency
+from .hardware import HardwareCard
+from .ops import Op
+
+Num = Any
+
+
+@dataclass
+class StepTime:
+    """Seconds of one step, split by what limits each op; numpy-broadcast like the step's batch/context."""
+
+    total_s: Num
+    compute_s: Num  # time of ops whose compute term dominates
+    memory_s: Num  # time of ops whose memory term dominates
+    overhead_s: Num  # kernel launches + the per-step fixed cost
+    flops: Num
+    bytes: Num
+    by_class: dict[str, Num] = field(default_factory=dict)
+    by_op: dict[str, Num] = field(default_factory=dict)
+
+
+def _peak(hw: HardwareCard, dtype: str) -> float:
+    peaks = hw.peak_flops.as_dict()
+    return peaks.get(dtype) or max(peaks.values())
+
+
+def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num) -> StepTime:
+    """Time every op on `hw` at efficiency `eff`; `tokens` is the step's GEMM M dimension (batch x new tokens)."""
+    bw = hw.memory.bandwidth_bytes_per_s * eff.memory
+    gemm_eff = eff.compute_at(tokens)
+    zero = np.zeros(np.broadcast(tokens, *(o.flops for o in ops), *(o.bytes for o in ops)).shape)
+    st = StepTime(zero + eff.step_overhead_s, zero.copy(), zero.copy(), zero + eff.step_overhead_s, zero.copy(),
+                  zero.copy())
+    for op in ops:
+        rate = _peak(hw, op.dtype) * (eff.attention if op.op_class == "attention" else gemm_eff)
+        c, m = op.flops / rate, op.bytes / bw
+        limited = np.maximum(c, m) * op.count
+        ovh = op.kernels * op.count * eff.kernel_overhead_s
+        st.total_s = st.total_s + limited + ovh
+        st.compute_s = st.compute_s + np.where(c > m, limited, 0.0)
+        st.memory_s = st.memory_s + np.where(c > m, 0.0, limited)
+        st.overhead_s = st.overhead_s + ovh
+        st.flops = st.flops + op.flops * op.count
+        st.bytes = st.bytes + op.bytes * op.count
+        st.by_class[op.op_class] = st.by_class.get(op.op_class, 0.0) + limited + ovh
+        st.by_op[op.name] = st.by_op.get(op.name, 0.0) + limited + ovh
+    return st
+
+
+def bound_of(st: StepTime) -> Num:
+    """'compute', 'memory' or 'overhead': whichever share of the step's time is largest."""
+    shares = np.stack(np.broadcast_arrays(st.compute_s, st.memory_s, st.overhead_s))
+    return np.array(["compute", "memory", "overhead"])[np.argmax(shares, axis=0)]
