@@ -22,6 +22,8 @@ class Format:
     source: str  # FACTS.md row the figure comes from
     math_chain: tuple[str, ...] = _WEIGHT_ONLY_CHAIN  # math dtypes it can run in, best first
     aliases: tuple[str, ...] = ()
+    # GGUF quantizes token_embd/output too; checkpoint formats (FP8, AWQ, NVFP4, ...) keep them in 16-bit
+    quantizes_embeddings: bool = False
 
     @property
     def bytes_per_value(self) -> float:
@@ -41,15 +43,17 @@ WEIGHT_FORMATS: tuple[Format, ...] = (
            "FACTS C.1 'AWQ / GPTQ int4, group 128' (4 + (16+4)/128 = 4.156)", _WEIGHT_ONLY_CHAIN,
            ("awq", "gptq", "int4-awq", "w4a16", "int4_awq")),
     Format("q8_0", 8.5, "GGUF block of 32: fp16 d + 32 int8 = 34 B", "FACTS C.1 'GGUF Q8_0' (34*8/32)",
-           ("int8", "fp16", "fp32")),
+           ("int8", "fp16", "fp32"), quantizes_embeddings=True),
     Format("q6_k", 6.5625, "GGUF 256-weight super-block of 210 B", "FACTS C.1 'GGUF Q6_K' (210*8/256)",
-           ("int8", "fp16", "fp32")),
+           ("int8", "fp16", "fp32"), quantizes_embeddings=True),
     Format("q5_k_m", 5.7036, "GGUF mixed recipe, mostly Q5_K (model-level bpw on Llama-3.1-8B)",
-           "FACTS C.1 'GGUF Q5_K_M' (llama.cpp tools/quantize/README.md)", ("int8", "fp16", "fp32")),
+           "FACTS C.1 'GGUF Q5_K_M' (llama.cpp tools/quantize/README.md)", ("int8", "fp16", "fp32"),
+           quantizes_embeddings=True),
     Format("q4_k_m", 4.8944, "GGUF mixed recipe, mostly Q4_K, attn_v/ffn_down higher (model-level bpw)",
-           "FACTS C.1 'GGUF Q4_K_M' (llama.cpp tools/quantize/README.md, Llama-3.1-8B)", ("int8", "fp16", "fp32")),
+           "FACTS C.1 'GGUF Q4_K_M' (llama.cpp tools/quantize/README.md, Llama-3.1-8B)", ("int8", "fp16", "fp32"),
+           quantizes_embeddings=True),
     Format("q4_0", 4.5, "GGUF block of 32: fp16 d + 16 B of nibbles = 18 B", "FACTS C.1 'GGUF Q4_0' (18*8/32)",
-           ("int8", "fp16", "fp32")),
+           ("int8", "fp16", "fp32"), quantizes_embeddings=True),
     Format("mxfp4", 4.25, "E2M1, block 32, one E8M0 scale per block", "FACTS C.1 'MXFP4' (4 + 8/32)",
            ("fp4", "bf16", "fp16", "fp32")),
     Format("nvfp4", 4.5, "E2M1, block 16, FP8 E4M3 scale per block + FP32 per tensor",

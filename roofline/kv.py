@@ -7,6 +7,8 @@ Mamba-2 layers hold a constant state per sequence: conv (d_inner + 2*groups*stat
 
 from __future__ import annotations
 
+import numpy as np
+
 from .formats import kv_format
 from .layers import Layer, resolve_layers
 from .modelcard import Architecture, ModelCard
@@ -41,11 +43,11 @@ def kv_bytes_per_token(card: ModelCard | Architecture, kv_fmt: str = "bf16") -> 
     return values * kv_format(kv_fmt).bytes_per_value
 
 
-def kv_bytes(card: ModelCard | Architecture, context_tokens: int, kv_fmt: str = "bf16") -> float:
-    """Cache bytes of one sequence holding `context_tokens`: KV (windows applied) + Mamba-2 state."""
+def kv_bytes(card: ModelCard | Architecture, context_tokens, kv_fmt: str = "bf16"):
+    """Cache bytes of one sequence holding `context_tokens` (int or numpy array): KV (windows applied) + state."""
     arch = _arch(card)
     values = 0
     for lay in resolve_layers(arch):
-        held = context_tokens if lay.window is None else min(context_tokens, lay.window)
+        held = context_tokens if lay.window is None else np.minimum(context_tokens, lay.window)
         values += held * layer_kv_values_per_token(arch, lay) + layer_state_values(arch, lay)
     return values * kv_format(kv_fmt).bytes_per_value

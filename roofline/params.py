@@ -127,12 +127,16 @@ def active_params(card: ModelCard) -> float:
 
 
 def component_format(card: ModelCard, component: str, quant: str | None = None) -> str:
-    """Weight format of one component: the user's `quant` wins over the card, except for router and norms."""
+    """Weight format of one component. A user `quant` replaces the card's formats for every matmul, except
+    router and norms (kept 16-bit) and, for checkpoint formats, embeddings and lm_head (GGUF quantizes them)."""
+    native = card.weights.get(component, card.weights["default"])
+    if quant is None:
+        return native
     if component in ("router", "norms"):
-        return card.weights.get(component, "bf16") if quant is None else "bf16"
-    if quant is not None:
-        return quant
-    return card.weights.get(component, card.weights["default"])
+        return "bf16"
+    if component in ("embedding", "lm_head") and not weight_format(quant).quantizes_embeddings:
+        return native if weight_format(native).bits_per_value >= 16 else "bf16"
+    return quant
 
 
 def weight_bytes(card: ModelCard, quant: str | None = None, active: bool = False) -> dict[str, float]:

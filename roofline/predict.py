@@ -119,19 +119,25 @@ def _report(st: StepTime, hw: HardwareCard, dtype: str, scale: float = 1.0) -> P
                        bound=bound, time_share={k: v / total for k, v in per.items() if total}, top_ops=ops[:6])
 
 
+def request_metrics(card, hw, wl: Workload, eff: Efficiency, draft=None, batch=None, prompt=None):
+    """TTFT, ITL, tok/s, e2e for `batch` sequences of `prompt` tokens (numpy arrays of equal shape, or the
+    workload's scalars). Returns (metrics dict, prefill StepTime, decode StepTime over sampled contexts)."""
+    batch = wl.batch if batch is None else batch
+    prompt = wl.prompt_tokens if prompt is None else prompt
+    pstep = Step("prefill", prompt, batch, wl.context_tokens)
+    pre = time_ops(step_ops(card, hw, pstep, wl.quant, wl.kv_quant), hw, eff, pstep.tokens)
+    contexts = decode_contexts(np.asarray(prompt) + wl.context_tokens, wl.output_tokens)
+    dec = decode_step_time(card, hw, wl, eff, np.asarray(batch)[..., None], contexts, draft)
+    itl = np.mean(dec.total_s, axis=-1) / wl.tokens_per_verify
+    first = np.asarray(dec.total_s)[..., 0]
+    return {"ttft_s": pre.total_s + first, "itl_s": itl, "e2e_s": pre.total_s + wl.output_tokens * itl,
+            "prefill_tok_s": batch * prompt / pre.total_s, "decode_tok_s": 1.0 / itl,
+            "decode_tok_s_aggregate": batch / itl}, pre, dec
+
+
 def _metrics(card, hw, wl: Workload, eff: Efficiency, draft) -> tuple[Metrics, StepTime, StepTime]:
-    pre = prefill_time(card, hw, wl, eff, wl.batch)
-    dec = decode_step_time(card, hw, wl, eff, wl.batch, decode_contexts(wl.context_tokens + wl.prompt_tokens,
-                                                                         wl.output_tokens), draft)
-    per_verify = wl.tokens_per_verify
-    itl = float(np.mean(dec.total_s)) / per_verify
-    first = float(np.asarray(dec.total_s).reshape(-1)[0])
-    t_pre = float(pre.total_s)
-    ttft = t_pre + first
-    m = Metrics(ttft_s=ttft, itl_s=itl, e2e_s=t_pre + wl.output_tokens * itl,
-                prefill_tok_s=wl.batch * wl.prompt_tokens / t_pre, decode_tok_s=1.0 / itl,
-                decode_tok_s_aggregate=wl.batch / itl)
-    return m, pre, dec
+    values, pre, dec = request_metrics(card, hw, wl, eff, draft)
+    return Metrics(**{k: float(v) for k, v in values.items()}), pre, dec
 
 
 def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | None = None,

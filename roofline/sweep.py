@@ -1,0 +1,46 @@
+"""Vectorised sweeps: every (batch, prompt) point of a (model, hardware) pair in one numpy evaluation."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from .efficiency import CEILING, expected_efficiency
+from .hardware import HardwareCard
+from .memory import kv_cache_bytes, resident_weight_bytes
+from .modelcard import ModelCard
+from .ops import Formats
+from .predict import request_metrics
+from .workload import Workload
+
+METRICS = ("ttft_s", "itl_s", "e2e_s", "prefill_tok_s", "decode_tok_s", "decode_tok_s_aggregate")
+
+
+def sweep_arrays(card: ModelCard, hw: HardwareCard, wl: Workload, batch, prompt, ceiling: bool = False) -> dict:
+    """Metrics and memory at every point of equal-shape `batch` and `prompt` arrays (one numpy pass)."""
+    batch = np.asarray(batch, dtype=float)
+    prompt = np.asarray(prompt, dtype=float)
+    eff = CEILING if ceiling else expected_efficiency(hw)
+    values, _, _ = request_metrics(card, hw, wl, eff, batch=batch, prompt=prompt)
+    weights = sum(resident_weight_bytes(card, Formats(card, hw, wl.quant, wl.kv_quant)).values())
+    kv = kv_cache_bytes(card, prompt + wl.context_tokens + wl.output_tokens, batch, wl.kv_quant)
+    values.update(weights_bytes=np.full(batch.shape, weights), kv_bytes=kv,
+                  fits_in_memory=weights + kv <= hw.memory.usable_bytes)
+    return values
+
+
+def sweep(models: Iterable[ModelCard], hardware: Iterable[HardwareCard], batches, prompts, wl: Workload | None = None,
+          ceiling: bool = False):
+    """A pandas DataFrame over models x hardware x batches x prompts (vectorised per model/hardware pair)."""
+    import pandas as pd
+
+    wl = wl or Workload()
+    b, p = (a.ravel() for a in np.meshgrid(np.asarray(batches, float), np.asarray(prompts, float), indexing="ij"))
+    frames = []
+    for card in models:
+        for hw in hardware:
+            values = sweep_arrays(card, hw, wl, b, p, ceiling)
+            frames.append(pd.DataFrame({"model": card.name, "hardware": hw.name, "batch": b.astype(int),
+                                        "prompt_tokens": p.astype(int), **values}))
+    return pd.concat(frames, ignore_index=True)
