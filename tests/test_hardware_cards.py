@@ -1,0 +1,235 @@
+"""The bundled hardware cards: real datasheet numbers (FACTS.md Part A), provenance and consistency."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from roofline.cards import CardStore
+from roofline.hardware import HardwareCard
+
+REPO = Path(__file__).resolve().parent.parent
+PUBLISHED = REPO.parent / "shared" / "reference" / "published_train.csv"
+
+GB, GiB, T = 1e9, 2.0**30, 1e12
+
+REQUIRED = [
+    "dgx-spark", "h100-sxm", "h100-pcie", "h200", "b200", "gb200", "a100-80g-sxm", "a100-80g-pcie", "a100-40g",
+    "l40s", "rtx-6000-ada", "rtx-pro-6000", "rtx-5090", "rtx-4090", "rtx-3090", "rtx-3070", "mi300x",
+    "apple-m1-max", "apple-m2-ultra", "apple-m3-max", "apple-m3-ultra", "apple-m4-max",
+]
+
+
+@pytest.fixture(scope="module")
+def store() -> CardStore:
+    return CardStore()
+
+
+@pytest.fixture(scope="module")
+def cards(store) -> list[HardwareCard]:
+    return [c for c in store.all("hardware") if store.origin("hardware", c.name) == "bundled"]
+
+
+def approx(x: float):
+    return pytest.approx(x, rel=1e-6)
+
+
+def test_required_cards_exist(store):
+    for name in REQUIRED:
+        assert store.hardware(name).name == name
+
+
+# --- real numbers from FACTS.md Part A -----------------------------------------------------------------------
+
+
+def test_h100_sxm_matches_datasheet(store):
+    c = store.hardware("h100-sxm")
+    assert c.memory.capacity_bytes == 80 * GB
+    assert c.memory.bandwidth_bytes_per_s == approx(3.35e12)
+    assert c.peak("bf16") == approx(989.4e12)
+    assert c.peak("fp8") == approx(1978.9e12)
+    assert c.interconnect.kind == "nvlink4"
+    assert c.interconnect.bandwidth_bytes_per_s_per_direction == approx(450e9)
+    assert c.interconnect.gpus_per_node == 8
+    assert c.compute_units == 132
+    assert "fp4" not in c.supported_dtypes
+
+
+def test_h100_pcie_h200_b200_gb200(store):
+    assert store.hardware("h100-pcie").memory.bandwidth_bytes_per_s == approx(2.0e12)
+    assert store.hardware("h100-pcie").peak("bf16") == approx(756e12)
+    h200 = store.hardware("h200")
+    assert (h200.memory.capacity_bytes, h200.memory.bandwidth_bytes_per_s) == (141 * GB, approx(4.8e12))
+    b200 = store.hardware("b200")
+    assert b200.memory.capacity_bytes == 180 * GB
+    assert b200.memory.bandwidth_bytes_per_s == approx(7.7e12)
+    assert b200.peak("bf16") == approx(2250e12)
+    assert b200.peak("fp4") == approx(9000e12)  # 18 PF with sparsity / 2
+    assert b200.interconnect.bandwidth_bytes_per_s_per_direction == approx(900e9)
+    gb200 = store.hardware("gb200")
+    assert gb200.memory.capacity_bytes == 186 * GB
+    assert gb200.peak("bf16") == approx(2500e12)
+    assert gb200.interconnect.gpus_per_node == 72
+
+
+def test_a100_family(store):
+    sxm = store.hardware("a100-80g-sxm")
+    assert sxm.memory.bandwidth_bytes_per_s == approx(2039e9)
+    assert sxm.peak("bf16") == approx(312e12)
+    assert "fp8" not in sxm.supported_dtypes and "fp4" not in sxm.supported_dtypes  # Ampere has neither
+    assert store.hardware("a100-80g-pcie").memory.bandwidth_bytes_per_s == approx(1935e9)
+    a40 = store.hardware("a100-40g")
+    assert (a40.memory.capacity_bytes, a40.memory.bandwidth_bytes_per_s) == (40 * GB, approx(1555e9))
+
+
+def test_geforce_uses_fp32_accumulate_rate(store):
+    r5090 = store.hardware("rtx-5090")
+    assert r5090.memory.bandwidth_bytes_per_s == approx(1.792e12)
+    assert r5090.memory.capacity_bytes == 32 * GB
+    assert r5090.peak("bf16") == approx(209.5e12)  # not the 419 FP16-accumulate figure
+    assert r5090.peak("fp4") == approx(1676e12)  # 3352 'AI TOPS' is sparse
+    r4090 = store.hardware("rtx-4090")
+    assert r4090.memory.bandwidth_bytes_per_s == approx(1008e9)
+    assert r4090.peak("bf16") == approx(165.2e12)
+    assert r4090.peak("fp8") == approx(330.3e12)
+    for name in ("rtx-4090", "rtx-3090", "rtx-3070"):
+        assert "fp4" not in store.hardware(name).supported_dtypes
+    for name in ("rtx-3090", "rtx-3070"):
+        assert "fp8" not in store.hardware(name).supported_dtypes
+
+
+def test_l40s_mi300x(store):
+    l40s = store.hardware("l40s")
+    assert l40s.memory.bandwidth_bytes_per_s == approx(864e9)
+    assert l40s.peak("bf16") == approx(362.05e12)
+    mi = store.hardware("mi300x")
+    assert mi.memory.capacity_bytes == 192 * GB
+    assert mi.memory.bandwidth_bytes_per_s == approx(5.3e12)
+    assert mi.peak("bf16") == approx(1307.4e12)
+    assert mi.peak("fp8") == approx(2614.9e12)
+    assert mi.interconnect.kind == "infinity-fabric"
+
+
+def test_dgx_spark(store):
+    c = store.hardware("dgx-spark")
+    assert c.memory.bandwidth_bytes_per_s == approx(273e9)
+    assert c.memory.unified
+    assert c.memory.capacity_bytes == 128 * GiB
+    assert c.memory.usable_bytes == pytest.approx(119.7 * GiB)
+    assert c.peak("fp4") == approx(500e12)  # 1 PFLOP sparse / 2
+
+
+# --- unified-memory parts -------------------------------------------------------------------------------------
+
+
+def test_apple_configurations(store):
+    expect = {  # name: (RAM GiB, bandwidth GB/s, GPU cores) -- the configurations named in published_train.csv
+        "apple-m1-max": (64, 400, 32),
+        "apple-m2-ultra": (192, 800, 76),
+        "apple-m3-max": (64, 400, 40),
+        "apple-m4-max": (128, 546, 40),
+        "apple-m3-ultra": (512, 819, 80),
+    }
+    for name, (ram, bw, cores) in expect.items():
+        c = store.hardware(name)
+        assert c.memory.unified and c.kind == "soc"
+        assert c.memory.capacity_bytes == ram * GiB
+        assert c.memory.bandwidth_bytes_per_s == approx(bw * GB)
+        assert c.compute_units == cores
+        # macOS lets the GPU wire ~75% of RAM on machines above 36 GB
+        assert c.memory.usable_bytes == pytest.approx(0.75 * ram * GiB)
+        assert "memory.reserved" in c.sources and "memory.reserved" in c.uncertain
+        assert c.peak("fp16") == c.peak("fp32")
+        assert "peak_flops.fp32" in c.uncertain  # Apple publishes no TFLOPS
+    assert "bf16" not in store.hardware("apple-m1-max").supported_dtypes
+
+
+def test_unified_flag_only_on_socs(cards):
+    for c in cards:
+        if c.memory.unified:
+            assert c.kind == "soc" and c.memory.reserved_bytes > 0, c.name
+        else:
+            assert c.memory.reserved_bytes == 0, c.name
+
+
+# --- resolution and aliases -----------------------------------------------------------------------------------
+
+
+def test_published_rows_resolve():
+    with PUBLISHED.open() as f:
+        rows = list(csv.DictReader(f))
+    assert rows
+    store = CardStore()
+    for row in rows:
+        assert store.hardware(row["hw_card"]).name == row["hw_card"], row["id"]
+
+
+@pytest.mark.parametrize("alias, name", [
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("h100", "h100-sxm"), ("h100-sxm5", "h100-sxm"),
+    ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA A100-SXM4-80GB", "a100-80g-sxm"),
+    ("NVIDIA A100 80GB PCIe", "a100-80g-pcie"), ("NVIDIA A100-SXM4-40GB", "a100-40g"),
+    ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("4090", "rtx-4090"), ("nvidia geforce rtx 5090", "rtx-5090"),
+    ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "rtx-pro-6000"),
+    ("AMD Instinct MI300X", "mi300x"), ("NVIDIA GB10", "dgx-spark"), ("Apple M2 Ultra", "apple-m2-ultra"),
+    ("NVIDIA H200", "h200"), ("NVIDIA B200", "b200"), ("NVIDIA L40S", "l40s"),
+])
+def test_device_names_resolve(store, alias, name):
+    assert store.hardware(alias).name == name
+
+
+def test_aliases_unique(cards):
+    owner: dict[str, str] = {}
+    for c in cards:
+        for key in {c.name.lower(), *(a.lower() for a in c.aliases)}:
+            assert key not in owner, f"'{key}' is claimed by both {owner[key]} and {c.name}"
+            owner[key] = c.name
+
+
+# --- provenance and sanity ------------------------------------------------------------------------------------
+
+
+def test_every_figure_has_a_source(cards):
+    for c in cards:
+        assert "memory.capacity" in c.sources, c.name
+        assert "memory.bandwidth" in c.sources, c.name
+        for dtype in c.supported_dtypes:
+            assert f"peak_flops.{dtype}" in c.sources, f"{c.name}: no source for peak_flops.{dtype}"
+        for field in ("compute_units", "l2_cache_bytes", "power_watts", "price_usd"):
+            if getattr(c, field) is not None:
+                key = field.removesuffix("_bytes").removesuffix("_watts")
+                assert key in c.sources, f"{c.name}: {key} has no source"
+        for key in c.uncertain:
+            assert c.uncertain[key].strip(), f"{c.name}: empty uncertain note for {key}"
+
+
+def test_no_sparse_figure_stored_as_dense(cards):
+    for c in cards:
+        p = c.peak_flops.as_dict()
+        for half in ("fp16", "bf16"):
+            if half in p and "fp8" in p:
+                assert p[half] <= p["fp8"], f"{c.name}: {half} exceeds fp8"
+        if "fp8" in p and "fp4" in p:
+            assert p["fp8"] <= p["fp4"], c.name
+        if "tf32" in p and "bf16" in p:
+            assert p["tf32"] <= p["bf16"], c.name
+        for dtype, v in p.items():
+            assert v > 0
+            assert v < 12e15, f"{c.name}: {dtype} {v:.3g} exceeds any dense single-GPU figure"
+
+
+def test_discrete_interconnects(cards):
+    for c in cards:
+        ic = c.interconnect
+        assert ic.kind in {"nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "infinity-fabric", "none"}, c.name
+        if ic.kind != "none":
+            assert ic.bandwidth_bytes_per_s_per_direction > 0 and ic.latency_s > 0, c.name
+        if ic.kind.startswith("pcie"):
+            assert ic.bandwidth_bytes_per_s_per_direction <= 64e9, c.name
+        if c.kind == "soc" and c.vendor == "apple":
+            assert ic.kind == "none" and ic.gpus_per_node == 1
+
+
+def test_description_is_one_line(cards):
+    for c in cards:
+        assert c.description and "\n" not in c.description, c.name
