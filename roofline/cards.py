@@ -120,6 +120,11 @@ class CardStore:
     def origin(self, kind: str, name: str) -> str:
         return self._entries(kind)[name].origin
 
+    def origin_of(self, kind: str, card) -> str:
+        """Where a loaded card came from: bundled, user, cards — or path when it was given as a file."""
+        entry = self._entries(kind).get(card.name)
+        return entry.origin if entry is not None and entry._card is card else "path"
+
     def get(self, kind: str, name: str):
         """A card by name, alias (case-insensitive) or file path."""
         what = {"hardware": "hardware", "models": "model"}[kind]

@@ -281,6 +281,7 @@ def _mamba2(c: _Fields) -> dict:
         "conv_kernel": c.int("conv_kernel", "mamba_d_conv", default=4),
         "expand": c.int("expand", "mamba_expand", default=2),
         "chunk_size": c.int("chunk_size", "mamba_chunk_size", default=256),
+        "state_dtype": _DTYPES.get(str(c.raw("mamba_ssm_cache_dtype", "")).removeprefix("torch.")),
     }
 
 

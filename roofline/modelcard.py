@@ -80,6 +80,8 @@ class Mamba2(_Strict):
     conv_kernel: int = 4
     expand: int = 2
     chunk_size: int = 256
+    state_dtype: str | None = None  # e.g. fp32 ('mamba_ssm_cache_dtype'); None = the KV-cache format
+
 
     @property
     def d_inner(self) -> int:
@@ -160,8 +162,8 @@ class Architecture(_Strict):
                 raise ValueError(f"layer type '{letter}' has an MoE FFN but the card has no moe section")
             if lt.ffn == "dense" and self.ffn is None:
                 raise ValueError(f"layer type '{letter}' has a dense FFN but the card has no ffn section")
-        if self.moe is None and self.ffn is None:
-            raise ValueError("a card needs an ffn section, a moe section, or both")
+            if lt.ffn == "auto" and self.ffn is None and self.moe is None:
+                raise ValueError(f"layer type '{letter}' has an FFN but the card has neither an ffn nor a moe section")
         return self
 
     def pattern_letters(self) -> str:
@@ -175,6 +177,7 @@ class ParamCount(_Strict):
     active: float | None = Field(None, gt=0)
     source: str
     includes_mtp: bool = False  # the published figure counts multi-token-prediction modules (DeepSeek-V3: 685B)
+    active_excludes_embedding: bool = False  # the published active figure leaves out the input embedding (gpt-oss)
     # parameters in the published figure outside the text decoder the card models (e.g. a vision tower)
     other_params: float = Field(0.0, ge=0)
     other_params_source: str = ""

@@ -18,7 +18,7 @@ import numpy as np
 
 from .formats import kv_format, math_dtype, weight_format
 from .hardware import HardwareCard
-from .kv import layer_kv_values_per_token, layer_state_values
+from .kv import layer_kv_values_per_token, layer_state_values, state_bytes_per_value
 from .layers import Layer, resolve_layers
 from .modelcard import ModelCard
 from .params import component_format, mlp_params
@@ -164,7 +164,7 @@ def mamba2_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) 
     # recurrence: decay, B x outer product, C h readout ~ 6 d_in N per token; chunked SSD adds intra-chunk
     # (C B^T) X products ~ chunk * (G N + d_in) per token (causal halves the square)
     scan_per_token = 6.0 * d_in * m.state_size + (m.chunk_size * (gs + d_in) if step.phase == "prefill" else 0.0)
-    state = layer_state_values(arch, lay) * f.kv_bytes
+    state = layer_state_values(arch, lay) * state_bytes_per_value(arch, f.kv_quant)
     return [
         matmul("mamba_in_proj", "mamba", "mamba", h * proj_out, t, h, proj_out, f, count),
         Op("ssm_scan", "mamba", f.act_dtype, t * (scan_per_token + 2.0 * (d_in + 2 * gs) * m.conv_kernel),

@@ -92,12 +92,20 @@ def param_counts(card: ModelCard | Architecture) -> dict[str, int]:
 
 
 def active_param_counts(card: ModelCard | Architecture) -> dict[str, float]:
-    """Parameters one token touches: routed experts scaled by experts_per_token / num_experts."""
+    """Parameters active per token: routed experts scaled by experts_per_token / num_experts. The input embedding
+    is counted whole, as most published 'active' figures do (gpt-oss's do not: `params.active_excludes_embedding`);
+    what a decode step *reads* of it (one row per token) is the operator graph's business (roofline/ops.py)."""
     arch = card.architecture if isinstance(card, ModelCard) else card
     counts: dict[str, float] = dict(param_counts(arch))
     if arch.moe is not None:
         counts["experts"] = counts["experts"] * arch.moe.experts_per_token / arch.moe.num_experts
     return counts
+
+
+def published_active_basis(card: ModelCard) -> float:
+    """Derived active parameters counted the way the card's published active figure counts them."""
+    active = active_params(card)
+    return active - param_counts(card)["embedding"] if card.params.active_excludes_embedding else active
 
 
 def _fold(c: Counter) -> dict[str, int]:
@@ -139,7 +147,7 @@ def component_format(card: ModelCard, component: str, quant: str | None = None) 
     return quant
 
 
-def weight_bytes(card: ModelCard, quant: str | None = None, active: bool = False) -> dict[str, float]:
-    """Bytes per component at each component's format (active=True: what one token reads)."""
-    counts = active_param_counts(card) if active else param_counts(card)
-    return {c: n * weight_format(component_format(card, c, quant)).bytes_per_value for c, n in counts.items()}
+def weight_bytes(card: ModelCard, quant: str | None = None) -> dict[str, float]:
+    """Resident bytes per component at each component's format (tied embeddings stored once)."""
+    return {c: n * weight_format(component_format(card, c, quant)).bytes_per_value
+            for c, n in param_counts(card).items()}

@@ -158,7 +158,7 @@ def test_nemotron_hybrid_pattern():
     assert (pattern.count("M"), pattern.count("E"), pattern.count("*")) == (23, 23, 6)
     assert [i for i, x in enumerate(pattern) if x == "*"] == [5, 12, 19, 26, 33, 42]
     assert arch.mamba2.model_dump() == {"state_size": 128, "num_heads": 64, "head_dim": 64, "n_groups": 8,
-                                        "conv_kernel": 4, "expand": 2, "chunk_size": 128}
+                                        "conv_kernel": 4, "expand": 2, "chunk_size": 128, "state_dtype": "fp32"}
     moe = arch.moe
     assert (moe.num_experts, moe.experts_per_token, moe.num_shared_experts) == (128, 6, 1)
     assert (moe.expert_intermediate_size, moe.shared_expert_intermediate_size) == (1856, 3712)

@@ -23,14 +23,6 @@ MOE_CARD_NAMES = [n for n in CARD_NAMES if load_card(ModelCard, MODELS_DIR / f"{
 GIB = 2**30
 TOLERANCE = 0.02
 
-# Cards whose published *active* figure leaves out the input-embedding table (a lookup, not a matmul), while
-# roofline.params.active_params counts it. Documented in each card's notes.
-ACTIVE_EXCLUDES_INPUT_EMBEDDING = {
-    # gpt-oss model card (arXiv 2508.10925) Table 1 caption: "Unembedding parameters are counted towards active,
-    # but not embeddings."
-    "gpt-oss-20b",
-    "gpt-oss-120b",
-}
 
 
 @pytest.fixture
@@ -79,9 +71,7 @@ def test_total_params_match_published(store, name):
 @pytest.mark.parametrize("name", MOE_CARD_NAMES)
 def test_active_params_match_published(store, name):
     card = store.model(name)
-    derived = params.active_params(card)
-    if name in ACTIVE_EXCLUDES_INPUT_EMBEDDING:
-        derived -= params.param_counts(card)["embedding"]
+    derived = params.published_active_basis(card)
     err = _pct(derived, card.params.active)
     assert abs(err) <= 100 * TOLERANCE, (
         f"{name}: derived active {derived / 1e9:.3f}B vs published {card.params.active / 1e9:.3f}B ({err:+.2f}%)"
@@ -147,8 +137,9 @@ def test_nemotron_3_nano_mamba_state_constant(store, ctx):
     per_token = kv.kv_bytes_per_token(card, "bf16")
     assert per_token == 6 * 2 * 2 * 128 * 2  # 6 attention layers x (K,V) x 2 KV heads x 128 x 2 B
     state = kv.kv_bytes(card, ctx, "bf16") - ctx * per_token
-    # 23 Mamba layers x (conv (4096 + 2*8*128) x 3 + SSM 64 heads x 64 x 128) values x 2 B
-    assert state == 23 * ((4096 + 2 * 8 * 128) * 3 + 64 * 64 * 128) * 2
+    # 23 Mamba layers x (conv (4096 + 2*8*128) x 3 + SSM 64 heads x 64 x 128) values x 4 B (state_dtype fp32)
+    assert state == 23 * ((4096 + 2 * 8 * 128) * 3 + 64 * 64 * 128) * 4
+    assert state == kv.state_bytes(card, "fp8")  # the state keeps fp32 whatever the KV format
 
 
 # --- names ------------------------------------------------------------------------------------------------------

@@ -44,8 +44,9 @@ def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
 @app.command("show", help="One hardware card with every figure and its source.")
 def show(name: Annotated[str, typer.Argument(help="Card name, alias or path to a YAML card.")],
          as_json: JsonOpt = False, cards: CardsOpt = None):
-    card = store(cards).hardware(name)
-    data = hw_record(card)
+    st = store(cards)
+    card = st.hardware(name)
+    data = hw_record(card, st.origin_of("hardware", card))
 
     def render():
         m, ic = card.memory, card.interconnect

@@ -62,8 +62,9 @@ def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
 @app.command("show", help="One model card: shapes, parameters per component, weight and KV bytes.")
 def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to a YAML card or config.json.")],
          as_json: JsonOpt = False, cards: CardsOpt = None):
-    card = store(cards).model(name)
-    data = model_record(card)
+    st = store(cards)
+    card = st.model(name)
+    data = model_record(card, st.origin_of("models", card))
 
     def render():
         arch, der = card.architecture, data["derived"]
