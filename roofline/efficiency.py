@@ -16,33 +16,50 @@ from .hardware import HardwareCard
 @dataclass(frozen=True)
 class Efficiency:
     memory: float = 1.0  # achieved / datasheet bandwidth when streaming weights and KV
-    compute: float = 1.0  # achieved / dense peak on large GEMMs
+    compute: float = 1.0  # achieved / dense peak on large GEMMs, any dtype without its own figure below
+    compute_fp32: float | None = None
+    compute_bf16: float | None = None  # also used for fp16
+    compute_fp8: float | None = None
+    compute_int8: float | None = None  # GGUF k-quant kernels (llama.cpp MMQ) run here
+    compute_fp4: float | None = None
     attention: float = 1.0  # achieved / dense peak in the attention core (flash kernels)
-    gemm_half_tokens: float = 0.0  # tokens (GEMM M dimension) at which a GEMM reaches half of `compute`
+    gemm_min_tokens: float = 1.0  # GEMMs pad M (tokens) up to this tile: small batches waste the rest
     kernel_overhead_s: float = 0.0  # fixed cost per kernel launch
     step_overhead_s: float = 0.0  # fixed cost per forward step (sampling, scheduling, host sync)
     source: str = "datasheet peaks, no overhead (ceiling)"
 
-    def compute_at(self, tokens):
-        """GEMM efficiency at M = tokens: compute * T / (T + T_half) — small GEMMs do not reach peak."""
-        if not self.gemm_half_tokens:
-            return self.compute
-        return self.compute * tokens / (tokens + self.gemm_half_tokens)
+    def compute_for(self, dtype: str) -> float:
+        """Large-GEMM efficiency of one math dtype (fp16 shares bf16's; tf32 shares fp32's)."""
+        key = {"fp16": "bf16", "tf32": "fp32"}.get(dtype, dtype)
+        value = getattr(self, f"compute_{key}", None)
+        return self.compute if value is None else value
 
 
 CEILING = Efficiency()
 
 # Fitted by benchmarks/fit_defaults.py (see its printed report; rows of published_train.csv quoted there).
 DEFAULTS: dict[str, Efficiency] = {
-    "gpu": Efficiency(memory=0.75, compute=0.6, attention=0.4, gemm_half_tokens=64, kernel_overhead_s=4e-6,
-                      step_overhead_s=2e-4, source="default for discrete GPUs, fitted to published_train.csv"),
-    "soc": Efficiency(memory=0.75, compute=0.6, attention=0.4, gemm_half_tokens=64, kernel_overhead_s=4e-6,
-                      step_overhead_s=2e-4, source="default for unified-memory SoCs, fitted to published_train.csv"),
-    "cpu": Efficiency(memory=0.7, compute=0.5, attention=0.3, gemm_half_tokens=8, kernel_overhead_s=2e-6,
-                      step_overhead_s=1e-4, source="default for CPUs (no published rows; calibrate)"),
-    "accelerator": Efficiency(memory=0.75, compute=0.6, attention=0.4, gemm_half_tokens=64, kernel_overhead_s=4e-6,
-                              step_overhead_s=2e-4, source="default for accelerators (same as GPUs)"),
+    # 29 rows: llama.cpp 2024 (S4, H033-H057) and TensorRT-LLM max-load (S8, H093-H104) on NVIDIA GPUs
+    "gpu": Efficiency(memory=0.92, compute=0.52, compute_int8=0.105, compute_fp4=0.354, attention=0.94,
+                      gemm_min_tokens=16, kernel_overhead_s=11.4e-6, step_overhead_s=4.7e-4,
+                      source="default for discrete GPUs, fitted to published_train.csv (29 rows)"),
+    # 28 rows: llama.cpp build 6918 on DGX Spark (S1, H001-H022) and Ollama decode (S13); Ollama prefill left out
+    "soc": Efficiency(memory=0.80, compute=0.60, compute_int8=0.095, attention=0.079, gemm_min_tokens=16,
+                      kernel_overhead_s=4.7e-6, step_overhead_s=2.5e-4,
+                      source="default for NVIDIA unified-memory SoCs, fitted to published_train.csv (28 rows)"),
+    # 8 rows: llama.cpp Metal 2024 on M1 Max / M2 Ultra / M3 Max (S4, H041-H056)
+    "apple": Efficiency(memory=0.72, compute=0.51, attention=0.94, gemm_min_tokens=1, kernel_overhead_s=15.6e-6,
+                        step_overhead_s=6.6e-4, source="default for Apple silicon (Metal), fitted to published_train.csv (8 rows)"),
+    "cpu": Efficiency(memory=0.7, compute=0.5, attention=0.3, gemm_min_tokens=1, kernel_overhead_s=2e-6,
+                      step_overhead_s=1e-4, source="default for CPUs (no published rows; run roofline calibrate)"),
 }
+DEFAULTS["accelerator"] = DEFAULTS["gpu"]
+
+
+def default_key(hw: HardwareCard) -> str:
+    """Which default set a card starts from: Apple silicon has its own; otherwise the card's kind."""
+    return "apple" if hw.vendor.lower() == "apple" else hw.kind
+
 
 _KNOWN = {f.name for f in fields(Efficiency)} - {"source"}
 
@@ -55,7 +72,8 @@ def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[st
             continue
         if key not in _KNOWN:
             raise CardError(hw.name, f"{where}.{key}", f"unknown efficiency field; use one of {', '.join(sorted(_KNOWN))}")
-        if not isinstance(value, (int, float)) or value < 0 or (key in ("memory", "compute", "attention") and not 0 < value <= 1):
+        fraction = key in ("memory", "attention") or key.startswith("compute")
+        if not isinstance(value, (int, float)) or value < 0 or (fraction and not 0 < value <= 1):
             raise CardError(hw.name, f"{where}.{key}", f"{value!r} is not a valid value (fractions in (0, 1], seconds ≥ 0)")
         out[key] = float(value)
     return out
@@ -63,7 +81,7 @@ def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[st
 
 def expected_efficiency(hw: HardwareCard) -> Efficiency:
     """The efficiency `expected` mode uses on this card, with its provenance in `source`."""
-    eff = DEFAULTS[hw.kind]
+    eff = DEFAULTS[default_key(hw)]
     if hw.efficiency:
         eff = replace(eff, **_overrides(hw, hw.efficiency, "efficiency"),
                       source=hw.efficiency.get("source", f"{hw.name} card's efficiency section"))

@@ -55,6 +55,8 @@ class Op:
     kv_write_bytes: Num = 0.0
     count: int = 1  # layers sharing this op
     kernels: int = 1  # kernel launches per layer
+    gemm_tokens: Num = None  # M of each GEMM when not the step's token count (MoE: tokens per expert)
+    gemm: bool = True  # a weight matmul (tensor cores, tile padding); False: attention core, scans, norms
 
     @property
     def bytes(self) -> Num:
@@ -123,7 +125,7 @@ def attention_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: in
     pairs = attended_pairs(step.n, step.context, lay.window)
     core = Op("attention", "attention", f.act_dtype, step.batch * pairs * 4.0 * lay.num_heads * lay.head_dim,
               act_bytes=2 * t * q_out * f.act_bytes, kv_read_bytes=step.batch * _span(step, lay.window) * kv_tok,
-              kv_write_bytes=t * kv_tok, count=count)
+              kv_write_bytes=t * kv_tok, count=count, gemm=False)
     qkv_params = h * (q_out + kv_out) + ((q_out + kv_out) if att.qkv_bias else 0)
     return [matmul("qkv_proj", "projection", "attention", qkv_params, t, h, q_out + kv_out, f, count), core,
             matmul("o_proj", "projection", "attention", q_out * h, t, q_out, h, f, count)]
@@ -150,7 +152,7 @@ def mla_ops(card: ModelCard, step: Step, f: Formats, count: int) -> list[Op]:
                m.kv_lora_rank + m.qk_rope_head_dim, f, count),
         Op("kv_b_proj", "projection", f.dtype("attention"), kvb_flops, kv_b * f.wbytes("attention"), count=count),
         Op("attention", "attention", f.act_dtype, core_flops, act_bytes=2 * t * heads * m.v_head_dim * f.act_bytes,
-           kv_read_bytes=step.batch * _span(step, None) * latent, kv_write_bytes=t * latent, count=count),
+           kv_read_bytes=step.batch * _span(step, None) * latent, kv_write_bytes=t * latent, count=count, gemm=False),
         matmul("o_proj", "projection", "attention", heads * m.v_head_dim * h, t, heads * m.v_head_dim, h, f, count),
     ]
 
@@ -169,7 +171,7 @@ def mamba2_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) 
         matmul("mamba_in_proj", "mamba", "mamba", h * proj_out, t, h, proj_out, f, count),
         Op("ssm_scan", "mamba", f.act_dtype, t * (scan_per_token + 2.0 * (d_in + 2 * gs) * m.conv_kernel),
            act_bytes=2 * t * (d_in + 2 * gs) * f.act_bytes, kv_read_bytes=step.batch * state,
-           kv_write_bytes=step.batch * state, count=count, kernels=3),
+           kv_write_bytes=step.batch * state, count=count, kernels=3, gemm=False),
         matmul("mamba_out_proj", "mamba", "mamba", d_in * h, t, d_in, h, f, count),
     ]
 
@@ -196,7 +198,7 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
     ops = [matmul("router", "moe", "router", h * e.num_experts, t, h, e.num_experts, f, count),
            Op("experts", "moe", f.dtype("experts"), 2.0 * routed * per_expert, touched * per_expert * f.wbytes("experts"),
               routed * (2 * width + e.expert_intermediate_size * (3 if e.gated else 2)) * f.act_bytes, count=count,
-              kernels=3)]
+              kernels=3, gemm_tokens=routed / touched)]
     if e.latent_size:
         ops.append(matmul("latent_proj", "moe", "experts", 2 * h * e.latent_size, t, h, e.latent_size, f, count, 2))
     if e.num_shared_experts:
@@ -209,7 +211,7 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
 def norm_op(card: ModelCard, step: Step, f: Formats, count: int, norms: int) -> Op:
     h = card.architecture.hidden_size
     return Op("norms", "norm", f.act_dtype, 5.0 * step.tokens * h * norms, act_bytes=2 * step.tokens * h * f.act_bytes * norms,
-              count=count, kernels=norms)
+              count=count, kernels=norms, gemm=False)
 
 
 def layer_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
@@ -234,7 +236,7 @@ def step_ops(card: ModelCard, hw: HardwareCard, step: Step, quant: str | None = 
     groups = Counter((lay.mixer, lay.ffn, lay.num_heads, lay.num_kv_heads, lay.head_dim, lay.window, lay.k_eq_v)
                      for lay in resolve_layers(arch))
     ops = [Op("embedding", "embedding", f.act_dtype, 0.0, step.tokens * h * f.wbytes("embedding"),
-              step.tokens * h * f.act_bytes)]
+              step.tokens * h * f.act_bytes, gemm=False)]
     for key, count in groups.items():
         ops += layer_ops(card, Layer(0, *key), step, f, count)
     head = "embedding" if arch.tie_embeddings else "lm_head"

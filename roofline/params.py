@@ -5,11 +5,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 from .formats import weight_format
 from .layers import Layer, resolve_layers
-from .modelcard import Architecture, ModelCard
+from .modelcard import COMPONENTS, Architecture, ModelCard
 
 
 def _attention_params(arch: Architecture, layer: Layer) -> int:
@@ -134,17 +135,41 @@ def active_params(card: ModelCard) -> float:
     return sum(active_param_counts(card).values())
 
 
+@functools.lru_cache(maxsize=256)
+def parse_quant(quant: str) -> dict[str, str]:
+    """'q4_k_m' -> {'default': 'q4_k_m'}; 'experts=mxfp4,default=q8_0' -> per-component formats (canonical names)."""
+    from .errors import RooflineError  # local: params has no other error paths
+
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in quant.split(",") if p.strip()):
+        component, _, fmt = part.rpartition("=")
+        component = component.strip() or "default"
+        if component not in ("default", *COMPONENTS):
+            raise RooflineError(f"--quant: unknown component '{component}' in {quant!r}; use default or one of "
+                                f"{', '.join(COMPONENTS)}")
+        out[component] = weight_format(fmt).name
+    if not out:
+        raise RooflineError("--quant: empty format; e.g. --quant q4_k_m or --quant experts=mxfp4,default=q8_0")
+    return out
+
+
 def component_format(card: ModelCard, component: str, quant: str | None = None) -> str:
-    """Weight format of one component. A user `quant` replaces the card's formats for every matmul, except
-    router and norms (kept 16-bit) and, for checkpoint formats, embeddings and lm_head (GGUF quantizes them)."""
+    """Weight format of one component. A user `quant` (one format, or 'component=format,...') replaces the card's
+    formats: the named component's, else 'default'. Unnamed router and norms stay 16-bit; unnamed embeddings and
+    lm_head stay 16-bit for checkpoint formats (FP8, AWQ, NVFP4 keep them) but follow GGUF formats."""
     native = card.weights.get(component, card.weights["default"])
     if quant is None:
         return native
+    spec = parse_quant(quant)
+    if component in spec:
+        return spec[component]
+    if "default" not in spec:
+        return native
     if component in ("router", "norms"):
         return "bf16"
-    if component in ("embedding", "lm_head") and not weight_format(quant).quantizes_embeddings:
+    if component in ("embedding", "lm_head") and not weight_format(spec["default"]).quantizes_embeddings:
         return native if weight_format(native).bits_per_value >= 16 else "bf16"
-    return quant
+    return spec["default"]
 
 
 def weight_bytes(card: ModelCard, quant: str | None = None) -> dict[str, float]:

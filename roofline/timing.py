@@ -33,16 +33,24 @@ def _peak(hw: HardwareCard, dtype: str) -> float:
     return peaks.get(dtype) or max(peaks.values())
 
 
+def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
+    """FLOPs / (peak x efficiency); GEMMs with fewer rows than the tile pay for the padded rows. Non-GEMM
+    kernels (attention core, scans, norms) run at the `attention` efficiency."""
+    if not op.gemm:
+        return op.flops / (_peak(hw, op.dtype) * eff.attention)
+    m = tokens if op.gemm_tokens is None else op.gemm_tokens
+    padding = np.maximum(1.0, eff.gemm_min_tokens / np.maximum(m, 1e-9))
+    return op.flops * padding / (_peak(hw, op.dtype) * eff.compute_for(op.dtype))
+
+
 def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num) -> StepTime:
     """Time every op on `hw` at efficiency `eff`; `tokens` is the step's GEMM M dimension (batch x new tokens)."""
     bw = hw.memory.bandwidth_bytes_per_s * eff.memory
-    gemm_eff = eff.compute_at(tokens)
     zero = np.zeros(np.broadcast(tokens, *(o.flops for o in ops), *(o.bytes for o in ops)).shape)
     st = StepTime(zero + eff.step_overhead_s, zero.copy(), zero.copy(), zero + eff.step_overhead_s, zero.copy(),
                   zero.copy())
     for op in ops:
-        rate = _peak(hw, op.dtype) * (eff.attention if op.op_class == "attention" else gemm_eff)
-        c, m = op.flops / rate, op.bytes / bw
+        c, m = compute_seconds(op, hw, eff, tokens), op.bytes / bw
         limited = np.maximum(c, m) * op.count
         ovh = op.kernels * op.count * eff.kernel_overhead_s
         st.total_s = st.total_s + limited + ovh

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import RooflineError
-from .formats import kv_format, weight_format
+from .formats import kv_format
+from .params import parse_quant
 
 
 class Workload(BaseModel):
@@ -14,7 +15,8 @@ class Workload(BaseModel):
     prompt_tokens: int = Field(500, gt=0, description="tokens in each prompt")
     output_tokens: int = Field(200, gt=0, description="tokens generated per request")
     batch: int = Field(1, gt=0, description="concurrent sequences sharing each step")
-    quant: str | None = Field(None, description="weight format for every matmul (default: the card's native formats)")
+    quant: str | None = Field(None, description="weight format for every matmul, or 'component=format,...' "
+                                                "(default: the card's native formats)")
     kv_quant: str = Field("bf16", description="KV-cache format")
     spec_tokens: int = Field(0, ge=0, le=64, description="draft tokens proposed per verify step (0 = off)")
     accept_rate: float | None = Field(None, description="probability each draft token is accepted, in (0, 1)")
@@ -24,9 +26,10 @@ class Workload(BaseModel):
     @field_validator("quant")
     @classmethod
     def _quant_known(cls, v):
-        if v is not None:
-            return weight_format(v).name
-        return v
+        if v is None:
+            return v
+        spec = parse_quant(v)
+        return spec["default"] if list(spec) == ["default"] else ",".join(f"{k}={f}" for k, f in spec.items())
 
     @field_validator("kv_quant")
     @classmethod

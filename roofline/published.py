@@ -1,0 +1,151 @@
+"""Predict the rows of a published-measurements CSV (the format of shared/reference/published_train.csv).
+
+Each row names its cards (`hw_card`, `model_card`, `gpus`) and one metric. The mapping from a benchmark's
+conditions to a roofline step is stated per metric in `predict_row`; rows roofline cannot model yet are skipped
+with the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .cards import CardStore
+from .efficiency import Efficiency, expected_efficiency
+from .errors import RooflineError
+from .formats import weight_format
+from .memory import max_concurrency
+from .ops import Formats, Step, step_ops
+from .predict import decode_step_time, request_metrics
+from .timing import time_ops
+from .workload import Workload
+
+# Benchmarks that do not state their prompt: Ollama's published Spark numbers (rows H139-H150).
+UNSTATED_PROMPT_TOKENS = 512
+UNSTATED_OUTPUT_TOKENS = 128
+# trtllm-bench offline runs at "max" batch: the scheduler's cap (TensorRT-LLM perf-overview, max_batch_size 2048)
+# or the largest batch whose KV fits, whichever is smaller.
+MAX_LOAD_BATCH_CAP = 2048
+
+METRICS = ("decode_tok_s", "prefill_tok_s", "agg_decode_tok_s", "agg_output_tok_s")
+
+
+@dataclass
+class RowPrediction:
+    row_id: str
+    metric: str
+    measured: float
+    predicted: float | None
+    skipped: str | None = None
+    hw: str = ""
+    model: str = ""
+    engine: str = ""
+
+    @property
+    def error_pct(self) -> float | None:
+        return None if self.predicted is None else 100.0 * (self.predicted - self.measured) / self.measured
+
+
+def _is_gguf(row: dict) -> bool:
+    engine = row.get("engine", "").lower()
+    return "llama.cpp" in engine or "ollama" in engine
+
+
+def _quant(row: dict, card) -> str | None:
+    """The CSV's weight_quant as a roofline --quant. ggml-org's MXFP4 GGUFs keep only the experts in MXFP4 and
+    store the rest in Q8_0 (gpt-oss-20b: 11.27 GiB file, row H006 = 19.1B x 4.25 bit + 1.8B x 8.5 bit)."""
+    q = row["weight_quant"].strip().lower()
+    if q == "mxfp4" and _is_gguf(row):
+        return "experts=mxfp4,default=q8_0"
+    if q in {w.lower() for w in card.weights.values()}:
+        return None  # the card's native formats
+    return weight_format(q).name
+
+
+def _kv(row: dict) -> str:
+    """KV format: llama.cpp's default f16; NVIDIA's ModelOpt FP8/NVFP4 checkpoints run TensorRT-LLM with an FP8
+    KV cache (kv_cache_quant_algo FP8); otherwise bf16."""
+    text = row.get("kv_dtype", "").lower()
+    if "f16" in text:
+        return "fp16"
+    if "fp8" in text or ("tensorrt" in row.get("engine", "").lower() and row["weight_quant"].upper() in ("FP8", "NVFP4")):
+        return "fp8"
+    return "bf16"
+
+
+def _int(text: str, default: int) -> int:
+    return int(text) if text and text.strip().isdigit() else default
+
+
+def _depth(row: dict) -> int:
+    m = re.search(r"@ ?d(\d+)", row.get("notes", ""))
+    return int(m.group(1)) if m else 0
+
+
+def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None) -> RowPrediction:
+    """Predict one CSV row's metric; `eff` overrides the card's expected efficiency (used when fitting)."""
+    out = RowPrediction(row["id"], row["metric"], float(row["value"]), None, hw=row.get("hw_card", ""),
+                        model=row.get("model_card", ""), engine=row.get("engine", ""))
+    try:
+        card, hw = store.model(row["model_card"]), store.hardware(row["hw_card"])
+    except RooflineError as err:
+        out.skipped = str(err)
+        return out
+    gpus, tp = _int(row.get("gpus", ""), 1), _int(row.get("tp", ""), 1)
+    if tp > 1:
+        out.skipped = f"tensor parallelism (tp={tp}) is modelled by the multi-GPU issue"
+        return out
+    # gpus > 1 with tp = 1: llama.cpp layer split — each token passes every GPU in turn, so one GPU's time
+    eff = eff or expected_efficiency(hw)
+    quant, kv = _quant(row, card), _kv(row)
+    isl, osl = _int(row["isl"], 0), _int(row["osl"], 0)
+    batch = _int(row["batch"], 0)
+    metric = row["metric"]
+    if metric == "prefill_tok_s":
+        n = isl or UNSTATED_PROMPT_TOKENS
+        step = Step("prefill", n, max(batch, 1), _depth(row))
+        t = time_ops(step_ops(card, hw, step, quant, kv), hw, eff, step.tokens).total_s
+        out.predicted = float(max(batch, 1) * n / t)
+    elif metric in ("decode_tok_s", "agg_decode_tok_s"):
+        wl = Workload(prompt_tokens=max(isl, 1), output_tokens=osl or UNSTATED_OUTPUT_TOKENS, batch=max(batch, 1),
+                      quant=quant, kv_quant=kv)
+        start = isl if row["isl"].strip() else UNSTATED_PROMPT_TOKENS
+        from .predict import decode_contexts
+
+        dec = decode_step_time(card, hw, wl, eff, wl.batch, decode_contexts(start, wl.output_tokens))
+        itl = float(np.mean(dec.total_s))
+        out.predicted = (wl.batch if metric == "agg_decode_tok_s" else 1.0) / itl
+    elif metric == "agg_output_tok_s":
+        out.predicted = _max_load_throughput(card, hw, eff, quant, kv, isl, osl) * gpus
+    else:
+        out.skipped = f"metric '{metric}' is not predicted"
+    return out
+
+
+def _max_load_throughput(card, hw, eff, quant, kv, isl: int, osl: int) -> float:
+    """Offline max-load output tok/s: the largest batch that fits (capped), prefill then decode, per GPU."""
+    limit = max_concurrency(card, Formats(card, hw, quant, kv), isl + osl, hw.memory.usable_bytes)
+    batch = max(min(limit, MAX_LOAD_BATCH_CAP), 1)
+    wl = Workload(prompt_tokens=isl, output_tokens=osl, batch=batch, quant=quant, kv_quant=kv)
+    values, _, _ = request_metrics(card, hw, wl, eff)
+    return float(batch * osl / values["e2e_s"])
+
+
+def read_rows(path: Path) -> list[dict]:
+    with Path(path).open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def summarize(preds: list[RowPrediction]) -> dict:
+    """Per metric: n, median and p90 absolute % error, and bias (median signed % error)."""
+    out = {}
+    for metric in METRICS:
+        errs = np.array([p.error_pct for p in preds if p.metric == metric and p.predicted is not None])
+        if len(errs):
+            out[metric] = {"n": int(len(errs)), "median_ape_pct": float(np.median(np.abs(errs))),
+                           "p90_ape_pct": float(np.percentile(np.abs(errs), 90)), "bias_pct": float(np.median(errs))}
+    return out
