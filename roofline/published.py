@@ -20,7 +20,7 @@ from .errors import RooflineError
 from .formats import weight_format
 from .memory import max_concurrency
 from .ops import Formats, Step, step_ops
-from .predict import decode_step_time, request_metrics
+from .request import decode_contexts, decode_step_time, request_metrics
 from .timing import time_ops
 from .workload import Workload
 
@@ -114,8 +114,6 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None) -> R
         wl = Workload(prompt_tokens=max(isl, 1), output_tokens=osl or UNSTATED_OUTPUT_TOKENS, batch=max(batch, 1),
                       quant=quant, kv_quant=kv)
         start = isl if row["isl"].strip() else UNSTATED_PROMPT_TOKENS
-        from .predict import decode_contexts
-
         dec = decode_step_time(card, hw, wl, eff, wl.batch, decode_contexts(start, wl.output_tokens))
         itl = float(np.mean(dec.total_s))
         out.predicted = (wl.batch if metric == "agg_decode_tok_s" else 1.0) / itl

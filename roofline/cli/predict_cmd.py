@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..predict import Prediction, predict
+from ..request import Prediction, predict
 from ..units import QuantityError, parse_tokens
 from ..workload import make_workload
 from ..errors import RooflineError

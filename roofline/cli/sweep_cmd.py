@@ -10,8 +10,8 @@ import typer
 from ..errors import RooflineError
 from ..memory import max_concurrency
 from ..ops import Formats
-from ..predict import predict
-from ..sweep import sweep_arrays
+from ..request import predict
+from ..grid import sweep_arrays
 from ..workload import make_workload
 from .common import CardsOpt, JsonOpt, store
 from .output import Column, emit, table

@@ -11,7 +11,7 @@ from .hardware import HardwareCard
 from .memory import kv_cache_bytes, resident_weight_bytes
 from .modelcard import ModelCard
 from .ops import Formats
-from .predict import request_metrics
+from .request import request_metrics
 from .workload import Workload
 
 METRICS = ("ttft_s", "itl_s", "e2e_s", "prefill_tok_s", "decode_tok_s", "decode_tok_s_aggregate")
