@@ -76,6 +76,8 @@ class Formats:
         return weight_format(self.component_format(component)).bytes_per_value
 
     def component_format(self, component: str) -> str:
+        """A bare --quant naming one of the card's own formats means the checkpoint as shipped (gpt-oss 'mxfp4':
+        MXFP4 experts, bf16 rest); 'default=FORMAT' forces it everywhere."""
         native = set(self.card.weights.values())
         return component_format(self.card, component, None if self.quant in native else self.quant)
 

@@ -28,8 +28,10 @@ class Workload(BaseModel):
     def _quant_known(cls, v):
         if v is None:
             return v
-        spec = parse_quant(v)
-        return spec["default"] if list(spec) == ["default"] else ",".join(f"{k}={f}" for k, f in spec.items())
+        spec = parse_quant(v)  # validates; canonical names, the user's form kept ('default=nvfp4' forces uniform)
+        if "=" not in v:
+            return spec["default"]
+        return ",".join(f"{k}={f}" for k, f in spec.items())
 
     @field_validator("kv_quant")
     @classmethod

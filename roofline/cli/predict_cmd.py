@@ -18,8 +18,9 @@ from .output import Column, emit, table
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model card name, alias or path (YAML or config.json).")]
 HwOpt = Annotated[str, typer.Option("--hw", help="Hardware card name, alias or path.")]
-QuantOpt = Annotated[Optional[str], typer.Option("--quant", help="Weight format, e.g. bf16, fp8, int4, q4_k_m, nvfp4 "
-                                                 "(default: the card's native formats).")]
+QuantOpt = Annotated[Optional[str], typer.Option("--quant", help="Weight format, e.g. bf16, fp8, int4, q4_k_m, nvfp4, or "
+                                                 "per component: experts=mxfp4,default=q8_0 (default: the card's "
+                                                 "native formats; see `roofline formats`).")]
 KvOpt = Annotated[str, typer.Option("--kv-quant", help="KV-cache format: bf16, fp16, fp8, q8_0, q4_0.")]
 TokOpt = Annotated[str, typer.Option(help="Token count: 500, 4k, 128K, 1M.")]
 
