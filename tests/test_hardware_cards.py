@@ -9,7 +9,6 @@ from roofline.cards import CardStore
 from roofline.hardware import HardwareCard
 
 REPO = Path(__file__).resolve().parent.parent
-PUBLISHED = REPO.parent / "shared" / "reference" / "published_train.csv"
 
 GB, GiB, T = 1e9, 2.0**30, 1e12
 
@@ -155,9 +154,8 @@ def test_unified_flag_only_on_socs(cards):
 # --- resolution and aliases -----------------------------------------------------------------------------------
 
 
-def test_published_rows_resolve():
-    with PUBLISHED.open() as f:
-        rows = list(csv.DictReader(f))
+def test_published_rows_resolve(published_rows):
+    rows = published_rows
     assert rows
     store = CardStore()
     for row in rows:

@@ -15,8 +15,6 @@ from roofline import kv, params
 from roofline.cards import CardStore, bundled_dir, load_card
 from roofline.modelcard import ModelCard
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
-PUBLISHED_CSV = REFERENCE / "published_train.csv"
 MODELS_DIR = bundled_dir() / "models"
 CARD_NAMES = sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
 MOE_CARD_NAMES = [n for n in CARD_NAMES if load_card(ModelCard, MODELS_DIR / f"{n}.yaml").is_moe]
@@ -145,24 +143,17 @@ def test_nemotron_3_nano_mamba_state_constant(store, ctx):
 # --- names ------------------------------------------------------------------------------------------------------
 
 
-def _published_rows() -> list[dict]:
-    if not PUBLISHED_CSV.is_file():
-        pytest.skip(f"{PUBLISHED_CSV} not available")
-    with PUBLISHED_CSV.open(newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def test_published_model_card_column_resolves(store):
-    rows = _published_rows()
+def test_published_model_card_column_resolves(store, published_rows):
+    rows = published_rows
     names = sorted({r["model_card"] for r in rows if r.get("model_card")})
     assert names
     for name in names:
         assert store.model(name).name == name
 
 
-def test_published_model_column_resolves_to_same_card(store):
+def test_published_model_column_resolves_to_same_card(store, published_rows):
     """The CSV's `model` spellings ('gpt-oss:20b', 'ggml-org/gpt-oss-120b-GGUF', 'Meta-Llama-3-8B (GGUF)') are aliases."""
-    for row in _published_rows():
+    for row in published_rows:
         if not row.get("model_card"):
             continue
         spelling = row["model"].removesuffix(" (GGUF)").strip()
