@@ -24,6 +24,7 @@ class Efficiency:
     compute_fp4: float | None = None
     attention: float = 1.0  # achieved / dense peak in the attention core (flash kernels)
     gemm_min_tokens: float = 1.0  # GEMMs pad M (tokens) up to this tile: small batches waste the rest
+    link: float = 1.0  # achieved / datasheet GPU-link bandwidth in all-reduces
     kernel_overhead_s: float = 0.0  # fixed cost per kernel launch
     step_overhead_s: float = 0.0  # fixed cost per forward step (sampling, scheduling, host sync)
     source: str = "datasheet peaks, no overhead (ceiling)"
@@ -40,11 +41,12 @@ CEILING = Efficiency()
 # Fitted by benchmarks/fit_defaults.py (see its printed report; rows of published_train.csv quoted there).
 DEFAULTS: dict[str, Efficiency] = {
     # 29 rows: llama.cpp 2024 (S4, H033-H057) and TensorRT-LLM max-load (S8, H093-H104) on NVIDIA GPUs
-    "gpu": Efficiency(memory=0.92, compute=0.52, compute_int8=0.105, compute_fp4=0.354, attention=0.94,
+    # link 0.8: NCCL all-reduce bus bandwidth reaches ~80% of NVLink's per-direction rate (nccl-tests); unfitted
+    "gpu": Efficiency(link=0.8, memory=0.92, compute=0.52, compute_int8=0.105, compute_fp4=0.354, attention=0.94,
                       gemm_min_tokens=16, kernel_overhead_s=11.4e-6, step_overhead_s=4.7e-4,
                       source="default for discrete GPUs, fitted to published_train.csv (29 rows)"),
     # 28 rows: llama.cpp build 6918 on DGX Spark (S1, H001-H022) and Ollama decode (S13); Ollama prefill left out
-    "soc": Efficiency(memory=0.80, compute=0.60, compute_int8=0.095, attention=0.079, gemm_min_tokens=16,
+    "soc": Efficiency(link=0.8, memory=0.80, compute=0.60, compute_int8=0.095, attention=0.079, gemm_min_tokens=16,
                       kernel_overhead_s=4.7e-6, step_overhead_s=2.5e-4,
                       source="default for NVIDIA unified-memory SoCs, fitted to published_train.csv (28 rows)"),
     # 8 rows: llama.cpp Metal 2024 on M1 Max / M2 Ultra / M3 Max (S4, H041-H056)

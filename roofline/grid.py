@@ -8,9 +8,8 @@ import numpy as np
 
 from .efficiency import CEILING, expected_efficiency
 from .hardware import HardwareCard
-from .memory import kv_cache_bytes, resident_weight_bytes
+from .memory import Deployment, memory_budget
 from .modelcard import ModelCard
-from .ops import Formats
 from .request import request_metrics
 from .workload import Workload
 
@@ -23,10 +22,10 @@ def sweep_arrays(card: ModelCard, hw: HardwareCard, wl: Workload, batch, prompt,
     prompt = np.asarray(prompt, dtype=float)
     eff = CEILING if ceiling else expected_efficiency(hw)
     values, _, _ = request_metrics(card, hw, wl, eff, batch=batch, prompt=prompt)
-    weights = sum(resident_weight_bytes(card, Formats(card, hw, wl.quant, wl.kv_quant)).values())
-    kv = kv_cache_bytes(card, prompt + wl.context_tokens + wl.output_tokens, batch, wl.kv_quant)
-    values.update(weights_bytes=np.full(batch.shape, weights), kv_bytes=kv,
-                  fits_in_memory=weights + kv <= hw.memory.usable_bytes)
+    budget = memory_budget(card, hw, wl.quant, wl.kv_quant, prompt + wl.context_tokens + wl.output_tokens, batch,
+                           Deployment(wl.tp, wl.pp))
+    values.update(weights_bytes=np.full(batch.shape, budget.weights_bytes), kv_bytes=budget.kv_bytes,
+                  memory_per_gpu_bytes=budget.total_bytes, fits_in_memory=budget.fits)
     return values
 
 

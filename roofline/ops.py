@@ -57,6 +57,9 @@ class Op:
     kernels: int = 1  # kernel launches per layer
     gemm_tokens: Num = None  # M of each GEMM when not the step's token count (MoE: tokens per expert)
     gemm: bool = True  # a weight matmul (tensor cores, tile padding); False: attention core, scans, norms
+    kv_shards: int = 0  # ways its KV/state splits under tensor parallelism (kv heads; 1 = replicated MLA latent)
+    link_bytes: Num = 0.0  # bytes each GPU sends over the interconnect (collectives only)
+    link_hops: int = 0  # latency-bound hops per collective
 
     @property
     def bytes(self) -> Num:
@@ -127,7 +130,7 @@ def attention_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: in
     pairs = attended_pairs(step.n, step.context, lay.window)
     core = Op("attention", "attention", f.act_dtype, step.batch * pairs * 4.0 * lay.num_heads * lay.head_dim,
               act_bytes=2 * t * q_out * f.act_bytes, kv_read_bytes=step.batch * _span(step, lay.window) * kv_tok,
-              kv_write_bytes=t * kv_tok, count=count, gemm=False)
+              kv_write_bytes=t * kv_tok, count=count, gemm=False, kv_shards=lay.num_kv_heads)
     qkv_params = h * (q_out + kv_out) + ((q_out + kv_out) if att.qkv_bias else 0)
     return [matmul("qkv_proj", "projection", "attention", qkv_params, t, h, q_out + kv_out, f, count), core,
             matmul("o_proj", "projection", "attention", q_out * h, t, q_out, h, f, count)]
@@ -154,7 +157,8 @@ def mla_ops(card: ModelCard, step: Step, f: Formats, count: int) -> list[Op]:
                m.kv_lora_rank + m.qk_rope_head_dim, f, count),
         Op("kv_b_proj", "projection", f.dtype("attention"), kvb_flops, kv_b * f.wbytes("attention"), count=count),
         Op("attention", "attention", f.act_dtype, core_flops, act_bytes=2 * t * heads * m.v_head_dim * f.act_bytes,
-           kv_read_bytes=step.batch * _span(step, None) * latent, kv_write_bytes=t * latent, count=count, gemm=False),
+           kv_read_bytes=step.batch * _span(step, None) * latent, kv_write_bytes=t * latent, count=count, gemm=False,
+           kv_shards=1),
         matmul("o_proj", "projection", "attention", heads * m.v_head_dim * h, t, heads * m.v_head_dim, h, f, count),
     ]
 
@@ -173,7 +177,7 @@ def mamba2_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) 
         matmul("mamba_in_proj", "mamba", "mamba", h * proj_out, t, h, proj_out, f, count),
         Op("ssm_scan", "mamba", f.act_dtype, t * (scan_per_token + 2.0 * (d_in + 2 * gs) * m.conv_kernel),
            act_bytes=2 * t * (d_in + 2 * gs) * f.act_bytes, kv_read_bytes=step.batch * state,
-           kv_write_bytes=step.batch * state, count=count, kernels=3, gemm=False),
+           kv_write_bytes=step.batch * state, count=count, kernels=3, gemm=False, kv_shards=m.num_heads),
         matmul("mamba_out_proj", "mamba", "mamba", d_in * h, t, d_in, h, f, count),
     ]
 

@@ -18,10 +18,9 @@ from .cards import CardStore
 from .efficiency import Efficiency, expected_efficiency
 from .errors import RooflineError
 from .formats import weight_format
-from .memory import max_concurrency
-from .ops import Formats, Step, step_ops
-from .request import decode_contexts, decode_step_time, request_metrics
-from .timing import time_ops
+from .memory import Deployment, max_concurrency
+from .ops import Step
+from .request import decode_contexts, decode_step_time, request_metrics, timed_step
 from .workload import Workload
 
 # Benchmarks that do not state their prompt: Ollama's published Spark numbers (rows H139-H150).
@@ -96,10 +95,8 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None) -> R
         out.skipped = str(err)
         return out
     gpus, tp = _int(row.get("gpus", ""), 1), _int(row.get("tp", ""), 1)
-    if tp > 1:
-        out.skipped = f"tensor parallelism (tp={tp}) is modelled by the multi-GPU issue"
-        return out
-    # gpus > 1 with tp = 1: llama.cpp layer split — each token passes every GPU in turn, so one GPU's time
+    # gpus > tp: llama.cpp's default layer split — each token passes every GPU in turn (pipeline stages)
+    pp = max(gpus // tp, 1)
     eff = eff or expected_efficiency(hw)
     quant, kv = _quant(row, card), _kv(row)
     isl, osl = _int(row["isl"], 0), _int(row["osl"], 0)
@@ -107,30 +104,32 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None) -> R
     metric = row["metric"]
     if metric == "prefill_tok_s":
         n = isl or UNSTATED_PROMPT_TOKENS
-        step = Step("prefill", n, max(batch, 1), _depth(row))
-        t = time_ops(step_ops(card, hw, step, quant, kv), hw, eff, step.tokens).total_s
+        wl = Workload(prompt_tokens=n, quant=quant, kv_quant=kv, tp=tp, pp=pp)
+        t = timed_step(card, hw, Step("prefill", n, max(batch, 1), _depth(row)), wl, eff).total_s
         out.predicted = float(max(batch, 1) * n / t)
     elif metric in ("decode_tok_s", "agg_decode_tok_s"):
         wl = Workload(prompt_tokens=max(isl, 1), output_tokens=osl or UNSTATED_OUTPUT_TOKENS, batch=max(batch, 1),
-                      quant=quant, kv_quant=kv)
+                      quant=quant, kv_quant=kv, tp=tp, pp=pp)
         start = isl if row["isl"].strip() else UNSTATED_PROMPT_TOKENS
         dec = decode_step_time(card, hw, wl, eff, wl.batch, decode_contexts(start, wl.output_tokens))
         itl = float(np.mean(dec.total_s))
         out.predicted = (wl.batch if metric == "agg_decode_tok_s" else 1.0) / itl
     elif metric == "agg_output_tok_s":
-        out.predicted = _max_load_throughput(card, hw, eff, quant, kv, isl, osl) * gpus
+        replicas = max(gpus // (tp * pp), 1)
+        out.predicted = _max_load_throughput(card, hw, eff, Workload(prompt_tokens=isl, output_tokens=osl, quant=quant,
+                                                                     kv_quant=kv, tp=tp, pp=pp)) * replicas
     else:
         out.skipped = f"metric '{metric}' is not predicted"
     return out
 
 
-def _max_load_throughput(card, hw, eff, quant, kv, isl: int, osl: int) -> float:
-    """Offline max-load output tok/s: the largest batch that fits (capped), prefill then decode, per GPU."""
-    limit = max_concurrency(card, Formats(card, hw, quant, kv), isl + osl, hw.memory.usable_bytes)
-    batch = max(min(limit, MAX_LOAD_BATCH_CAP), 1)
-    wl = Workload(prompt_tokens=isl, output_tokens=osl, batch=batch, quant=quant, kv_quant=kv)
+def _max_load_throughput(card, hw, eff, wl: Workload) -> float:
+    """Offline max-load output tok/s of one replica: the largest batch that fits (capped), prefill then decode."""
+    limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
+                            Deployment(wl.tp, wl.pp))
+    wl = wl.model_copy(update={"batch": max(min(limit, MAX_LOAD_BATCH_CAP), 1)})
     values, _, _ = request_metrics(card, hw, wl, eff)
-    return float(batch * osl / values["e2e_s"])
+    return float(wl.batch * wl.output_tokens / values["e2e_s"])
 
 
 def read_rows(path: Path) -> list[dict]:

@@ -10,9 +10,10 @@ from pydantic import BaseModel
 from .efficiency import CEILING, Efficiency, expected_efficiency
 from .hardware import HardwareCard
 from .layers import resolve_layers
-from .memory import kv_cache_bytes, resident_weight_bytes
+from .memory import Deployment, memory_budget
 from .modelcard import ModelCard
 from .ops import Formats, Op, Step, layer_ops, matmul, step_ops
+from .parallel import check_parallel, collective_ops, shard_ops
 from .timing import StepTime, bound_of, time_ops
 from .workload import Workload
 
@@ -41,23 +42,25 @@ def draft_ops(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, draft
                arch.vocab_size, f, 1, 2)]
 
 
+def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff: Efficiency,
+               ops: list[Op] | None = None) -> StepTime:
+    """One step on the workload's GPUs: each GPU's share of the ops plus the collectives, timed."""
+    ops = step_ops(card, hw, step, wl.quant, wl.kv_quant) if ops is None else ops
+    act = Formats(card, hw, wl.quant, wl.kv_quant).act_bytes
+    ops = shard_ops(ops, wl.tp) + collective_ops(card, step, wl.tp, wl.pp, act)
+    return time_ops(ops, hw, eff, step.tokens)
+
+
 def decode_step_time(card, hw, wl: Workload, eff: Efficiency, batch, context, draft: ModelCard | None = None) -> StepTime:
     """Seconds per emitted token group: one target step (k+1 tokens when speculating) plus k draft steps."""
-    n = wl.spec_tokens + 1
-    step = Step("decode", n, batch, context)
-    st = time_ops(step_ops(card, hw, step, wl.quant, wl.kv_quant), hw, eff, step.tokens)
+    st = timed_step(card, hw, Step("decode", wl.spec_tokens + 1, batch, context), wl, eff)
     if wl.spec_tokens:
         dstep = Step("decode", 1, batch, context)
-        d = time_ops(draft_ops(card, hw, dstep, wl, draft), hw, eff, dstep.tokens)
+        d = timed_step(draft or card, hw, dstep, wl, eff, draft_ops(card, hw, dstep, wl, draft))
         for name in ("total_s", "compute_s", "memory_s", "overhead_s", "flops", "bytes"):
             setattr(st, name, getattr(st, name) + wl.spec_tokens * getattr(d, name))
         st.by_class["draft"] = wl.spec_tokens * d.total_s
     return st
-
-
-def prefill_time(card, hw, wl: Workload, eff: Efficiency, batch) -> StepTime:
-    step = Step("prefill", wl.prompt_tokens, batch, wl.context_tokens)
-    return time_ops(step_ops(card, hw, step, wl.quant, wl.kv_quant), hw, eff, step.tokens)
 
 
 class PhaseReport(BaseModel):
@@ -90,15 +93,19 @@ class Prediction(BaseModel):
     batch: int
     spec_tokens: int
     accept_rate: float | None
+    gpus: int
+    tp: int
+    pp: int
     ttft_s: float
     itl_s: float
     e2e_s: float
     prefill_tok_s: float
     decode_tok_s: float
     decode_tok_s_aggregate: float
-    weights_bytes: float
-    kv_bytes: float
-    memory_capacity_bytes: float
+    weights_bytes: float  # the whole model, at the formats used
+    kv_bytes: float  # KV cache + state of all `batch` sequences at prompt + output tokens
+    memory_per_gpu_bytes: float  # the full budget on one GPU: weights + KV shares, activations, runtime, OS
+    memory_capacity_bytes: float  # one GPU's capacity
     fits_in_memory: bool
     bound: dict[str, str]
     ceiling: Metrics
@@ -124,8 +131,7 @@ def request_metrics(card, hw, wl: Workload, eff: Efficiency, draft=None, batch=N
     workload's scalars). Returns (metrics dict, prefill StepTime, decode StepTime over sampled contexts)."""
     batch = wl.batch if batch is None else batch
     prompt = wl.prompt_tokens if prompt is None else prompt
-    pstep = Step("prefill", prompt, batch, wl.context_tokens)
-    pre = time_ops(step_ops(card, hw, pstep, wl.quant, wl.kv_quant), hw, eff, pstep.tokens)
+    pre = timed_step(card, hw, Step("prefill", prompt, batch, wl.context_tokens), wl, eff)
     contexts = decode_contexts(np.asarray(prompt) + wl.context_tokens, wl.output_tokens)
     dec = decode_step_time(card, hw, wl, eff, np.asarray(batch)[..., None], contexts, draft)
     itl = np.mean(dec.total_s, axis=-1) / wl.tokens_per_verify
@@ -143,18 +149,22 @@ def _metrics(card, hw, wl: Workload, eff: Efficiency, draft) -> tuple[Metrics, S
 def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | None = None,
             eff: Efficiency | None = None) -> Prediction:
     """Predict one request shape (batch sequences of prompt -> output tokens) on one card, both modes."""
+    check_parallel(card, hw, wl.tp, wl.pp)
     eff = eff or expected_efficiency(hw)
     m, pre, dec = _metrics(card, hw, wl, eff, draft)
     ceil, _, _ = _metrics(card, hw, wl, CEILING, draft)
     fmts = Formats(card, hw, wl.quant, wl.kv_quant)
-    weights = sum(resident_weight_bytes(card, fmts).values())
-    kv = kv_cache_bytes(card, wl.context_tokens + wl.prompt_tokens + wl.output_tokens, wl.batch, wl.kv_quant)
+    tokens = wl.context_tokens + wl.prompt_tokens + wl.output_tokens
+    whole = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(block_tokens=1))
+    per_gpu = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(wl.tp, wl.pp))
     phases = {"prefill": _report(pre, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts")),
               "decode": _report(dec, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts"),
                                 1.0 / wl.tokens_per_verify)}
     return Prediction(
         model=card.name, hardware=hw.name, quant=wl.quant or "+".join(dict.fromkeys(card.weights.values())),
         kv_quant=wl.kv_quant, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens, batch=wl.batch,
-        spec_tokens=wl.spec_tokens, accept_rate=wl.accept_rate, **m.model_dump(), weights_bytes=weights, kv_bytes=kv,
-        memory_capacity_bytes=hw.memory.usable_bytes, fits_in_memory=weights + kv <= hw.memory.usable_bytes,
+        spec_tokens=wl.spec_tokens, accept_rate=wl.accept_rate, gpus=wl.tp * wl.pp, tp=wl.tp, pp=wl.pp,
+        **m.model_dump(), weights_bytes=whole.weights_bytes, kv_bytes=float(whole.kv_bytes),
+        memory_per_gpu_bytes=float(per_gpu.total_bytes), memory_capacity_bytes=per_gpu.capacity_bytes,
+        fits_in_memory=bool(per_gpu.fits),
         bound={k: v.bound for k, v in phases.items()}, ceiling=ceil, efficiency_source=eff.source, phases=phases)

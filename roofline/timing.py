@@ -50,6 +50,9 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num) -> S
     st = StepTime(zero + eff.step_overhead_s, zero.copy(), zero.copy(), zero + eff.step_overhead_s, zero.copy(),
                   zero.copy())
     for op in ops:
+        if op.op_class == "comm":
+            _add_link(st, op, hw, eff)
+            continue
         c, m = compute_seconds(op, hw, eff, tokens), op.bytes / bw
         limited = np.maximum(c, m) * op.count
         ovh = op.kernels * op.count * eff.kernel_overhead_s
@@ -62,6 +65,20 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num) -> S
         st.by_class[op.op_class] = st.by_class.get(op.op_class, 0.0) + limited + ovh
         st.by_op[op.name] = st.by_op.get(op.name, 0.0) + limited + ovh
     return st
+
+
+def _add_link(st: StepTime, op: Op, hw: HardwareCard, eff: Efficiency) -> None:
+    """A collective: bytes over the GPU link (at `eff.link` of its datasheet rate) + per-hop latency (expected
+    mode only: latency is overhead, which the ceiling leaves out)."""
+    ic = hw.interconnect
+    transfer = op.link_bytes / (ic.bandwidth_bytes_per_s_per_direction * eff.link)
+    latency = op.link_hops * ic.latency_s if eff.kernel_overhead_s or eff.step_overhead_s else 0.0
+    t = op.count * (transfer + latency)
+    st.total_s = st.total_s + t
+    st.memory_s = st.memory_s + op.count * transfer  # bandwidth-bound, like memory traffic
+    st.overhead_s = st.overhead_s + op.count * latency
+    st.by_class["comm"] = st.by_class.get("comm", 0.0) + t
+    st.by_op[op.name] = st.by_op.get(op.name, 0.0) + t
 
 
 def bound_of(st: StepTime) -> Num:

@@ -22,6 +22,8 @@ class Workload(BaseModel):
     accept_rate: float | None = Field(None, description="probability each draft token is accepted, in (0, 1)")
     draft_model: str | None = Field(None, description="draft model card; None with spec_tokens = MTP heads")
     context_tokens: int = Field(0, ge=0, description="tokens already cached before the prompt (prefix reuse)")
+    tp: int = Field(1, gt=0, le=1024, description="tensor-parallel GPUs")
+    pp: int = Field(1, gt=0, le=1024, description="pipeline-parallel stages")
 
     @field_validator("quant")
     @classmethod
@@ -56,7 +58,7 @@ class Workload(BaseModel):
 
 
 _FLAG = {"prompt_tokens": "--prompt", "output_tokens": "--output", "batch": "--batch", "spec_tokens": "--spec-tokens",
-         "accept_rate": "--accept", "context_tokens": "--context", "kv_quant": "--kv-quant", "quant": "--quant"}
+         "accept_rate": "--accept", "context_tokens": "--context", "tp": "--gpus", "pp": "--pp", "kv_quant": "--kv-quant", "quant": "--quant"}
 
 
 def make_workload(**fields) -> Workload:

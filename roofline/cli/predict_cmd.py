@@ -23,6 +23,8 @@ QuantOpt = Annotated[Optional[str], typer.Option("--quant", help="Weight format,
                                                  "native formats; see `roofline formats`).")]
 KvOpt = Annotated[str, typer.Option("--kv-quant", help="KV-cache format: bf16, fp16, fp8, q8_0, q4_0.")]
 TokOpt = Annotated[str, typer.Option(help="Token count: 500, 4k, 128K, 1M.")]
+GpusOpt = Annotated[int, typer.Option("--gpus", help="GPUs in tensor parallel (shards weights and KV heads).")]
+PpOpt = Annotated[int, typer.Option("--pp", help="Pipeline-parallel stages (GPUs = gpus x pp).")]
 
 
 def tokens(option: str, value: str | int) -> int:
@@ -62,7 +64,7 @@ def why(p: Prediction, phase: str) -> str:
 
 def render_prediction(p: Prediction):
     title = (f"{p.model} on {p.hardware} · weights {p.quant}, KV {p.kv_quant} · {p.prompt_tokens:,}-token prompt → "
-             f"{p.output_tokens:,} tokens · batch {p.batch}"
+             f"{p.output_tokens:,} tokens · batch {p.batch}" + (f" · {p.gpus} GPUs (tp {p.tp}, pp {p.pp})" if p.gpus > 1 else "")
              + (f" · speculative k={p.spec_tokens} a={p.accept_rate}" if p.spec_tokens else ""))
     c = p.ceiling
     rows = [("TTFT (prefill + first decode step)", fmt_s(p.ttft_s), fmt_s(c.ttft_s)),
@@ -78,10 +80,11 @@ def render_prediction(p: Prediction):
         top = ", ".join(f"{op} {t / r.time_s:.0%}" for op, t in r.top_ops[:4] if r.time_s)
         phase_rows.append((name, fmt_s(r.time_s), why(p, name), top))
     yield table("why (expected mode, per step)", ["phase", Column("time", "right"), "bound", "top ops"], phase_rows)
-    used = p.weights_bytes + p.kv_bytes
-    verdict = "fits" if p.fits_in_memory else "[bold red]does NOT fit[/bold red]"
-    yield (f"memory: weights {p.weights_bytes / 1e9:,.1f} GB + KV {p.kv_bytes / 1e9:,.2f} GB = {used / 1e9:,.1f} GB "
-           f"of {p.memory_capacity_bytes / 1e9:,.1f} GB usable — {verdict}")
+    verdict = "fits" if p.fits_in_memory else "[bold red]does NOT fit[/bold red] (see `roofline fits`)"
+    per = " per GPU" if p.gpus > 1 else ""
+    yield (f"memory: weights {p.weights_bytes / 1e9:,.1f} GB, KV {p.kv_bytes / 1e9:,.2f} GB; with activations, "
+           f"runtime and OS {p.memory_per_gpu_bytes / 1e9:,.1f} GB{per} of {p.memory_capacity_bytes / 1e9:,.1f} GB "
+           f"— {verdict}")
 
 
 def predict_cmd(
@@ -92,7 +95,7 @@ def predict_cmd(
     spec_tokens: Annotated[int, typer.Option("--spec-tokens", help="Draft tokens per verify step (0 = off).")] = 0,
     accept: Annotated[Optional[float], typer.Option("--accept", help="Draft acceptance rate in (0, 1).")] = None,
     draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model card (default with --spec-tokens: MTP head).")] = None,
-    as_json: JsonOpt = False,
+    gpus: GpusOpt = 1, pp: PpOpt = 1, as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print one CSV header and row.")] = False,
     cards: CardsOpt = None,
 ):
@@ -101,7 +104,7 @@ def predict_cmd(
     ctx = 0 if context in ("0", 0) else tokens("--context", context)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        batch=batch, quant=quant, kv_quant=kv_quant, spec_tokens=spec_tokens, accept_rate=accept,
-                       draft_model=draft, context_tokens=ctx)
+                       draft_model=draft, context_tokens=ctx, tp=gpus, pp=pp)
     p = predict(st.model(model), st.hardware(hw), wl, draft=st.model(draft) if draft else None)
     if as_csv:
         write_csv([p])

@@ -8,14 +8,14 @@ import numpy as np
 import typer
 
 from ..errors import RooflineError
-from ..memory import max_concurrency
-from ..ops import Formats
+from ..memory import Deployment, max_concurrency
+from ..parallel import check_parallel
 from ..request import predict
 from ..grid import sweep_arrays
 from ..workload import make_workload
 from .common import CardsOpt, JsonOpt, store
 from .output import Column, emit, table
-from .predict_cmd import KvOpt, QuantOpt, TokOpt, fmt_rate, fmt_s, tokens, write_csv
+from .predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, TokOpt, fmt_rate, fmt_s, tokens, write_csv
 
 
 def _int_list(option: str, text: str) -> list[int]:
@@ -33,7 +33,7 @@ def sweep_cmd(
     hw: Annotated[str, typer.Option("--hw", help="Hardware card.")],
     concurrency: Annotated[str, typer.Option(help="Concurrent requests, comma-separated.")] = "1,4,8,16,32,64",
     quant: QuantOpt = None, kv_quant: KvOpt = "bf16", prompt: TokOpt = "500", output: TokOpt = "512",
-    as_json: JsonOpt = False,
+    gpus: GpusOpt = 1, pp: PpOpt = 1, as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV rows.")] = False, cards: CardsOpt = None,
 ):
     """Aggregate and per-request tok/s, ITL and TTFT as concurrency grows; stops where memory runs out."""
@@ -41,17 +41,18 @@ def sweep_cmd(
     card, hwc = st.model(model), st.hardware(hw)
     levels = _int_list("--concurrency", concurrency)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       quant=quant, kv_quant=kv_quant)
-    limit = max_concurrency(card, Formats(card, hwc, wl.quant, wl.kv_quant),
-                            wl.prompt_tokens + wl.output_tokens, hwc.memory.usable_bytes)
+                       quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
+    check_parallel(card, hwc, wl.tp, wl.pp)
+    limit = max_concurrency(card, hwc, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
+                            Deployment(wl.tp, wl.pp))
     b = np.array(levels, float)
     v = sweep_arrays(card, hwc, wl, b, np.full_like(b, wl.prompt_tokens))
     rows = [{"concurrency": n, **{k: float(v[k][i]) for k in v if k != "fits_in_memory"},
              "fits_in_memory": bool(v["fits_in_memory"][i])} for i, n in enumerate(levels)]
     shown = [r for r in rows if r["fits_in_memory"]]
-    note = (f"memory runs out above {limit} concurrent requests of {wl.prompt_tokens + wl.output_tokens:,} tokens "
-            f"(weights {rows[0]['weights_bytes'] / 1e9:,.1f} GB + KV per request "
-            f"{(rows[0]['kv_bytes'] / levels[0]) / 1e9:,.3f} GB > {hwc.memory.usable_bytes / 1e9:,.1f} GB usable)")
+    note = (f"memory runs out above {limit} concurrent requests of {wl.prompt_tokens + wl.output_tokens:,} tokens: "
+            f"weights {rows[0]['weights_bytes'] / 1e9:,.1f} GB + KV {(rows[0]['kv_bytes'] / levels[0]) / 1e9:,.3f} GB "
+            f"per request on {hwc.memory.capacity_bytes / 1e9:,.1f} GB (see `roofline fits` for every line)")
     data = {"model": card.name, "hardware": hwc.name, "prompt_tokens": wl.prompt_tokens,
             "output_tokens": wl.output_tokens, "max_concurrency": limit, "rows": rows}
     if as_csv:
@@ -65,11 +66,11 @@ def sweep_cmd(
 
     def render():
         cols = [Column("concurrency", "right"), Column("aggregate tok/s", "right"), Column("per-request tok/s", "right"),
-                Column("ITL", "right"), Column("TTFT", "right"), Column("memory GB", "right")]
+                Column("ITL", "right"), Column("TTFT", "right"), Column("memory GB/GPU", "right")]
         yield table(f"{card.name} on {hwc.name} · {wl.prompt_tokens}-token prompts → {wl.output_tokens} tokens "
                     f"(expected mode)", cols,
                     [(r["concurrency"], fmt_rate(r["decode_tok_s_aggregate"]), fmt_rate(r["decode_tok_s"]),
-                      fmt_s(r["itl_s"]), fmt_s(r["ttft_s"]), f"{(r['weights_bytes'] + r['kv_bytes']) / 1e9:,.1f}")
+                      fmt_s(r["itl_s"]), fmt_s(r["ttft_s"]), f"{r['memory_per_gpu_bytes'] / 1e9:,.1f}")
                      for r in shown])
         if len(shown) < len(rows) or limit < 10**9:
             yield ("stopped: " if len(shown) < len(rows) else "") + note
@@ -81,7 +82,7 @@ def compare_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model card(s), comma-separated.")],
     hw: Annotated[str, typer.Option("--hw", help="Hardware card(s), comma-separated.")],
     quant: QuantOpt = None, kv_quant: KvOpt = "bf16", prompt: TokOpt = "500", output: TokOpt = "200",
-    batch: Annotated[int, typer.Option(help="Concurrent sequences.")] = 1,
+    batch: Annotated[int, typer.Option(help="Concurrent sequences.")] = 1, gpus: GpusOpt = 1, pp: PpOpt = 1,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV rows.")] = False, cards: CardsOpt = None,
 ):
@@ -90,7 +91,7 @@ def compare_cmd(
     models = [st.model(m) for m in model.split(",") if m.strip()]
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       batch=batch, quant=quant, kv_quant=kv_quant)
+                       batch=batch, quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
     preds = [predict(m, h, wl) for m in models for h in hws]
     if as_csv:
         write_csv(preds)
@@ -100,11 +101,11 @@ def compare_cmd(
     def render():
         cols = ["model", "hardware", "weights", Column("TTFT", "right"), Column("ITL", "right"),
                 Column("decode tok/s", "right"), Column("ceiling", "right"), Column("prefill tok/s", "right"),
-                "decode bound", Column("memory GB", "right"), "fits"]
+                "decode bound", Column("memory GB/GPU", "right"), "fits"]
         yield table(f"{wl.prompt_tokens}-token prompt → {wl.output_tokens} tokens, batch {wl.batch} (expected mode)",
                     cols, [(p.model, p.hardware, p.quant, fmt_s(p.ttft_s), fmt_s(p.itl_s), fmt_rate(p.decode_tok_s),
                             fmt_rate(p.ceiling.decode_tok_s), fmt_rate(p.prefill_tok_s), p.bound["decode"],
-                            f"{(p.weights_bytes + p.kv_bytes) / 1e9:,.1f}", "yes" if p.fits_in_memory else "NO")
+                            f"{p.memory_per_gpu_bytes / 1e9:,.1f}", "yes" if p.fits_in_memory else "NO")
                            for p in preds])
 
     emit(data, as_json, render)
