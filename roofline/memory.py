@@ -148,3 +148,28 @@ def max_context(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: 
         else:
             hi = mid - 1
     return lo
+
+
+GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def min_gpus(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, context_tokens: int,
+             concurrency: int, dep: Deployment = Deployment()) -> Deployment | None:
+    """The fewest GPUs of this card that hold the model at this context and concurrency: tensor parallel within
+    a node (tp must divide the attention heads), pipeline stages across nodes. None if no layout fits."""
+    if hw.interconnect.bandwidth_bytes_per_s_per_direction <= 0:
+        candidates = (1,)  # no GPU-to-GPU link on the card: one device only
+    else:
+        candidates = GPU_COUNTS
+    heads = card.architecture.attention.num_heads if card.architecture.attention else 0
+    for n in candidates:
+        tp = min(n, hw.interconnect.gpus_per_node)
+        while heads and heads % tp:
+            tp //= 2
+        pp = n // tp
+        if pp > card.architecture.num_layers:
+            break
+        layout = Deployment(tp, pp, dep.block_tokens, dep.max_step_tokens, dep.runtime_bytes)
+        if memory_budget(card, hw, quant, kv_quant, context_tokens, concurrency, layout).fits:
+            return layout
+    return None

@@ -9,7 +9,7 @@ import typer
 
 from .. import __version__
 from ..errors import RooflineError
-from . import formats_cmd, hw, models, predict_cmd, sweep_cmd
+from . import fits_cmd, formats_cmd, hw, models, predict_cmd, sweep_cmd
 
 app = typer.Typer(
     name="roofline",
@@ -22,6 +22,7 @@ app = typer.Typer(
 app.add_typer(hw.app, name="hw", help="Hardware cards: list, show.")
 app.add_typer(models.app, name="models", help="Model cards: list, show, import a transformers config.json.")
 app.command("predict")(predict_cmd.predict_cmd)
+app.command("fits")(fits_cmd.fits_cmd)
 app.command("sweep")(sweep_cmd.sweep_cmd)
 app.command("compare")(sweep_cmd.compare_cmd)
 app.command("formats", help="Weight and KV-cache formats with effective bits per value.")(formats_cmd.formats)
