@@ -1,0 +1,78 @@
+"""`roofline plot roofline|sweep|memory`: pictures of a prediction (matplotlib, imported only here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import RooflineError
+from ..parallel import check_parallel
+from ..workload import make_workload
+from .common import CardsOpt, JsonOpt, store
+from .output import emit
+from .predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, TokOpt, tokens
+from .sweep_cmd import _int_list
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model card.")]
+OutOpt = Annotated[Path, typer.Option("--output-file", "-o", help="Image file: .png, .svg or .pdf.")]
+
+
+def _plots():
+    try:
+        from .. import plots
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise RooflineError("plots need matplotlib: pip install 'roofline[plot]'") from None
+    return plots
+
+
+def _check_suffix(path: Path) -> Path:
+    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise RooflineError(f"-o {path}: use a .png, .svg or .pdf file name")
+    return path
+
+
+def _done(path: Path, data: dict, as_json: bool) -> None:
+    emit({"path": str(path), **data}, as_json, lambda: [f"wrote {path}"])
+
+
+@app.command("roofline", help="The roofline chart with the prefill and decode steps and their main ops.")
+def roofline_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")], quant: QuantOpt = None,
+                  kv_quant: KvOpt = "bf16", prompt: TokOpt = "500", batch: int = 1, gpus: GpusOpt = 1,
+                  out: OutOpt = Path("roofline.png"), as_json: JsonOpt = False, cards: CardsOpt = None):
+    st = store(cards)
+    card, hwc = st.model(model), st.hardware(hw)
+    wl = make_workload(prompt_tokens=tokens("--prompt", prompt), batch=batch, quant=quant, kv_quant=kv_quant, tp=gpus)
+    check_parallel(card, hwc, wl.tp, wl.pp)
+    _done(out, _plots().plot_roofline(card, hwc, wl, _check_suffix(out)), as_json)
+
+
+@app.command("sweep", help="Aggregate and per-request tok/s against concurrency, with the memory limit.")
+def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
+               concurrency: Annotated[str, typer.Option()] = "1,2,4,8,16,32,64,128,256",
+               quant: QuantOpt = None, kv_quant: KvOpt = "bf16", prompt: TokOpt = "500", output: TokOpt = "512",
+               gpus: GpusOpt = 1, pp: PpOpt = 1, out: OutOpt = Path("sweep.png"), as_json: JsonOpt = False,
+               cards: CardsOpt = None):
+    st = store(cards)
+    card, hwc = st.model(model), st.hardware(hw)
+    wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
+                       quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
+    check_parallel(card, hwc, wl.tp, wl.pp)
+    data = _plots().plot_sweep(card, hwc, wl, _int_list("--concurrency", concurrency), _check_suffix(out))
+    _done(out, data, as_json)
+
+
+@app.command("memory", help="Stacked memory budget against capacity, one bar per hardware card.")
+def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="Hardware card(s), comma-separated.")],
+                quant: QuantOpt = None, kv_quant: KvOpt = "bf16", context: TokOpt = "8k", concurrency: int = 1,
+                gpus: GpusOpt = 1, out: OutOpt = Path("memory.png"), as_json: JsonOpt = False, cards: CardsOpt = None):
+    st = store(cards)
+    card = st.model(model)
+    hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
+    wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_quant, tp=gpus)
+    for h in hws:
+        check_parallel(card, h, wl.tp, wl.pp)
+    data = _plots().plot_memory(card, hws, wl, tokens("--context", context), _check_suffix(out))
+    _done(out, {"hardware": data}, as_json)

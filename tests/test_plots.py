@@ -1,0 +1,26 @@
+"""Each plot renders to a real, non-trivial image file."""
+
+import pytest
+
+from conftest import run_cli
+
+pytest.importorskip("matplotlib")
+
+
+@pytest.mark.parametrize("args", [
+    ("roofline", "--model", "llama-3.3-70b", "--hw", "dgx-spark", "--quant", "nvfp4"),
+    ("sweep", "--model", "qwen2.5-3b", "--hw", "dgx-spark", "--concurrency", "1,4,16,64,256,1024,4096"),
+    ("memory", "--model", "llama-3.3-70b", "--hw", "dgx-spark,h100-sxm,b200", "--quant", "fp8", "--context", "32k"),
+])
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
+def test_plot_renders(tmp_path, args, suffix, magic):
+    path = tmp_path / f"{args[0]}{suffix}"
+    out = run_cli("plot", *args, "-o", str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    assert path.read_bytes()[:5].startswith(magic)
+    assert path.stat().st_size > 15_000  # axes, roofs and points, not an empty canvas
+
+
+def test_plot_rejects_unknown_suffix(tmp_path):
+    out = run_cli("plot", "roofline", "--model", "llama-3.1-8b", "--hw", "h100", "-o", str(tmp_path / "x.gif"))
+    assert out.returncode == 2 and "use a .png, .svg or .pdf" in out.stderr
