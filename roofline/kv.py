@@ -63,13 +63,14 @@ def kv_bytes_per_token(card: ModelCard | Architecture, kv_fmt: str = "bf16", tp:
 
 
 def kv_bytes(card: ModelCard | Architecture, context_tokens, kv_fmt: str = "bf16", block_tokens: int = 1,
-             tp: int = 1, pp: int = 1):
+             tp: int = 1, pp: int = 1, cap_windows: bool = True):
     """Cache bytes of one sequence holding `context_tokens` (int or numpy array), per GPU: KV with windows
-    applied and paged blocks rounded up, plus the recurrent state."""
+    applied (cap_windows=False: an allocator that keeps every token of sliding layers, like the micro-engine)
+    and paged blocks rounded up, plus the recurrent state."""
     arch = _arch(card)
     kv_values = 0.0
     for lay in resolve_layers(arch):
-        held = context_tokens if lay.window is None else np.minimum(context_tokens, lay.window)
+        held = context_tokens if lay.window is None or not cap_windows else np.minimum(context_tokens, lay.window)
         if block_tokens > 1:
             held = np.ceil(np.asarray(held) / block_tokens) * block_tokens
         kv_values = kv_values + held * layer_kv_values_per_token(arch, lay) * tp_share(arch, lay, tp)

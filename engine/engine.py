@@ -1,0 +1,165 @@
+"""LLMEngine: a model card's shapes run for real with paged KV and continuous batching.
+
+    eng = LLMEngine("llama-3.1-8b", layers=4, dtype="fp32")
+    outputs = eng.generate([[1, 2, 3], [4, 5]], max_tokens=16)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from roofline.cards import CardStore
+from roofline.kv import kv_bytes
+from roofline.modelcard import ModelCard
+from roofline.params import weight_bytes
+from roofline.reduce import reduce_card
+
+from .block_manager import BlockManager
+from .model import EngineError, Transformer, init_weights
+from .runner import make_caches, run_step, sample
+from .scheduler import Scheduler
+from .sequence import Sequence
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}
+KV_FORMAT = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp64": "fp32", "int8": "q8_0"}
+# what the process needs beyond weights and KV: torch's allocator, activations of one step, Python (measured
+# ~0.3-0.6 GB for a CPU process running 8B shapes); the guard keeps this much free
+HEADROOM_BYTES = 1.0e9
+
+
+@dataclass
+class StepStats:
+    seconds: float
+    prefill_tokens: int
+    decode_tokens: int
+    sequences: int
+
+
+@dataclass
+class EngineConfig:
+    dtype: str = "fp32"
+    device: str = "cpu"
+    weight_format: str | None = None  # None | "int8" | "int4" (weight-only, nn.Linear layers)
+    kv_dtype: str | None = None  # None = model dtype; "int8" = per-token int8
+    block_size: int = 16
+    num_blocks: int | None = None  # None: sized from free memory (at most max_kv_bytes)
+    max_kv_bytes: float = 2e9
+    max_num_seqs: int = 64
+    max_step_tokens: int = 512
+    prefix_caching: bool = True
+    seed: int = 0
+    threads: int | None = None
+    stats: list = field(default_factory=list)
+
+
+def free_memory_bytes(device: str) -> float:
+    """Free device memory: CUDA's mem_get_info, or MemAvailable from /proc/meminfo on the CPU."""
+    if device.startswith("cuda"):
+        return float(torch.cuda.mem_get_info()[0])
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024
+    return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+
+
+class LLMEngine:
+    def __init__(self, model: str | ModelCard, layers: int | None = None, vocab: int | None = None, **options):
+        self.cfg = EngineConfig(**options)
+        if self.cfg.dtype not in DTYPES:
+            raise EngineError(f"--dtype {self.cfg.dtype}: use one of {', '.join(DTYPES)}")
+        card = model if isinstance(model, ModelCard) else CardStore().model(model)
+        self.card = reduce_card(card, layers, vocab)
+        if self.cfg.threads:
+            torch.set_num_threads(self.cfg.threads)
+        self.device = torch.device(self.cfg.device)
+        num_blocks = self._guard_memory()
+        self.model = self._build()
+        slots = self.cfg.max_num_seqs if self.card.architecture.mamba2 else 0
+        self.caches = make_caches(self.model, num_blocks, self.cfg.block_size, slots, DTYPES[self.cfg.dtype],
+                                  self.device, self.cfg.kv_dtype == "int8")
+        caching = self.cfg.prefix_caching and not slots  # recurrent state cannot be reused per block
+        self.blocks = BlockManager(num_blocks, self.cfg.block_size, caching)
+        self.scheduler = Scheduler(self.blocks, self.cfg.max_num_seqs, self.cfg.max_step_tokens, slots)
+        self.stats: list[StepStats] = []
+
+    def _build(self) -> Transformer:
+        torch.manual_seed(self.cfg.seed)
+        with torch.device("meta"):
+            model = Transformer(self.card)
+        model = model.to_empty(device="cpu")
+        init_weights(model, self.cfg.seed)
+        model = model.to(DTYPES[self.cfg.dtype])
+        if self.cfg.weight_format:
+            from .quant import quantize_linears
+
+            quantize_linears(model, self.cfg.weight_format)
+        return model.to(self.device).eval()
+
+    def _guard_memory(self) -> int:
+        """Ask roofline's own formulas whether weights and a KV pool fit the device; size the pool; else refuse."""
+        fmt = self.cfg.weight_format or ("fp32" if self.cfg.dtype == "fp64" else self.cfg.dtype)
+        weights = sum(weight_bytes(self.card, fmt).values()) * (2 if self.cfg.dtype == "fp64" else 1)
+        kv_fmt = KV_FORMAT[self.cfg.kv_dtype or self.cfg.dtype]
+        per_block = kv_bytes(self.card, self.cfg.block_size, kv_fmt, cap_windows=False) \
+            - kv_bytes(self.card, 0, kv_fmt, cap_windows=False)
+        free = free_memory_bytes(self.cfg.device)
+        room = free - weights - HEADROOM_BYTES
+        if self.cfg.num_blocks is not None:
+            need = weights + self.cfg.num_blocks * per_block + HEADROOM_BYTES
+            if need > free:
+                raise EngineError(f"{self.card.name} needs {need / 1e9:,.1f} GB (weights {weights / 1e9:,.1f} GB + KV "
+                                  f"pool) but {self.cfg.device} has {free / 1e9:,.1f} GB free; use fewer --layers, "
+                                  f"a smaller --dtype or fewer blocks")
+            return self.cfg.num_blocks
+        if room < 64 * max(per_block, 1):
+            raise EngineError(f"{self.card.name} needs {weights / 1e9:,.1f} GB of weights but {self.cfg.device} has "
+                              f"{free / 1e9:,.1f} GB free; run fewer layers (--layers N), a smaller --vocab, "
+                              f"--dtype bf16 or --weights int8/int4")
+        return int(min(room, self.cfg.max_kv_bytes) // max(per_block, 1))
+
+    # --- requests ---------------------------------------------------------------------------------------------
+
+    def add_request(self, prompt: list[int], max_tokens: int, temperature: float = 0.0, seed: int | None = None) -> Sequence:
+        vocab = self.card.architecture.vocab_size
+        if any(not 0 <= t < vocab for t in prompt):
+            raise EngineError(f"prompt token ids must be in [0, {vocab})")
+        seq = Sequence(list(prompt), max_tokens, temperature, seed)
+        seq.generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        if self.blocks.blocks_needed(len(prompt) + max_tokens) > len(self.blocks.ref_count):
+            raise EngineError(f"a request of {len(prompt) + max_tokens} tokens exceeds the KV pool "
+                              f"({len(self.blocks.ref_count) * self.cfg.block_size} tokens)")
+        self.scheduler.add(seq)
+        return seq
+
+    def step(self) -> list[Sequence]:
+        """Schedule, run, sample, retire: one engine step. Returns the sequences that finished."""
+        work = self.scheduler.schedule()
+        if not work:
+            return []
+        t0 = self._now()
+        logits = run_step(self.model, work, self.caches, self.cfg.block_size, self.device)
+        samplers = [w.seq for w in work if w.samples]
+        tokens = sample(logits, [s.temperature for s in samplers], [getattr(s, "generator", None) for s in samplers]) \
+            if logits is not None else []
+        seconds = self._now() - t0
+        decode = sum(1 for w in work if w.num_tokens == 1 and w.seq.num_computed_tokens >= w.seq.num_prompt_tokens)
+        self.stats.append(StepStats(seconds, sum(w.num_tokens for w in work) - decode, decode, len(work)))
+        return self.scheduler.finish_step(work, {s.seq_id: t for s, t in zip(samplers, tokens)})
+
+    def generate(self, prompts: list[list[int]], max_tokens: int | list[int], temperature: float = 0.0) -> list[list[int]]:
+        """Run requests to completion with continuous batching; generated token ids per prompt, in order."""
+        limits = max_tokens if isinstance(max_tokens, list) else [max_tokens] * len(prompts)
+        seqs = [self.add_request(p, m, temperature) for p, m in zip(prompts, limits)]
+        while not self.scheduler.idle:
+            self.step()
+        return [s.output_ids for s in seqs]
+
+    def _now(self) -> float:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter()

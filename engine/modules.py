@@ -1,0 +1,121 @@
+"""Transformer building blocks, shapes exactly as the model card says. Token tensors are flattened: [T, ...]."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import PagedKV, StepMeta, paged_attention
+from .rope import Rotary
+
+ACTIVATIONS = {"silu": F.silu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu,
+               "relu2": lambda x: F.relu(x).square(), "swiglu_clamped": F.silu}
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.to(torch.promote_types(dtype, torch.float32))
+        return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)).to(dtype) * self.weight
+
+
+class MLP(nn.Module):
+    """Gated: down(act(gate x) * up x), gate and up fused in one matmul; else down(act(up x))."""
+
+    def __init__(self, hidden: int, inner: int, activation: str, gated: bool, bias: bool = False):
+        super().__init__()
+        self.gated, self.act = gated, ACTIVATIONS[activation]
+        self.up = nn.Linear(hidden, inner * (2 if gated else 1), bias=bias)
+        self.down = nn.Linear(inner, hidden, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.up(x)
+        if self.gated:
+            gate, up = h.chunk(2, dim=-1)
+            return self.down(self.act(gate) * up)
+        return self.down(self.act(h))
+
+
+class MoE(nn.Module):
+    """Top-k routing (softmax over the chosen k), grouped expert compute, optional shared experts and latent width."""
+
+    def __init__(self, hidden: int, cfg, activation: str):
+        super().__init__()
+        self.k, self.gated, self.act = cfg.experts_per_token, cfg.gated, ACTIVATIONS[activation]
+        width, inner, e = cfg.latent_size or hidden, cfg.expert_intermediate_size, cfg.num_experts
+        self.router = nn.Linear(hidden, e, bias=cfg.router_bias)
+        self.w_up = nn.Parameter(torch.empty(e, inner * (2 if cfg.gated else 1), width))  # [E, out, in]
+        self.w_down = nn.Parameter(torch.empty(e, width, inner))
+        self.b_up = nn.Parameter(torch.zeros(e, self.w_up.shape[1])) if cfg.expert_bias else None
+        self.b_down = nn.Parameter(torch.zeros(e, width)) if cfg.expert_bias else None
+        self.to_latent = nn.Linear(hidden, width, bias=False) if cfg.latent_size else None
+        self.from_latent = nn.Linear(width, hidden, bias=False) if cfg.latent_size else None
+        shared = cfg.shared_expert_intermediate_size or cfg.num_shared_experts * inner
+        self.shared = MLP(hidden, shared, activation, cfg.gated) if cfg.num_shared_experts else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = self.router(x).to(torch.promote_types(x.dtype, torch.float32))
+        weights, chosen = logits.topk(self.k, dim=-1)
+        weights = weights.softmax(dim=-1).to(x.dtype)  # = softmax over all, top-k, renormalised
+        h = self.to_latent(x) if self.to_latent is not None else x
+        out = torch.zeros_like(h)
+        order = chosen.flatten().argsort()
+        counts = torch.bincount(chosen.flatten(), minlength=self.w_up.shape[0]).tolist()
+        token_of = order // self.k
+        start = 0
+        for expert, n in enumerate(counts):  # grouped: one matmul pair per expert over its tokens
+            if n == 0:
+                continue
+            rows = order[start:start + n]
+            tokens = token_of[start:start + n]
+            start += n
+            y = self._expert(expert, h[tokens]) * weights.flatten()[rows, None]
+            out.index_add_(0, tokens, y)
+        out = self.from_latent(out) if self.from_latent is not None else out
+        return out + self.shared(x) if self.shared is not None else out
+
+    def _expert(self, e: int, x: torch.Tensor) -> torch.Tensor:
+        h = F.linear(x, self.w_up[e], None if self.b_up is None else self.b_up[e])
+        if self.gated:
+            gate, up = h.chunk(2, dim=-1)
+            h = self.act(gate) * up
+        else:
+            h = self.act(h)
+        return F.linear(h, self.w_down[e], None if self.b_down is None else self.b_down[e])
+
+
+class Attention(nn.Module):
+    """GQA/MHA with fused QKV, optional biases and QK-norm, RoPE (or none), full or sliding window, paged KV."""
+
+    def __init__(self, hidden: int, heads: int, kv_heads: int, head_dim: int, att, window: int | None,
+                 rope: Rotary | None, eps: float, k_eq_v: bool = False):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim, self.window, self.rope = heads, kv_heads, head_dim, window, rope
+        self.k_eq_v = k_eq_v
+        kv_out = kv_heads * head_dim * (1 if k_eq_v else 2)
+        self.qkv = nn.Linear(hidden, heads * head_dim + kv_out, bias=att.qkv_bias)
+        self.o = nn.Linear(heads * head_dim, hidden, bias=att.o_bias)
+        self.q_norm = RMSNorm(head_dim, eps) if att.qk_norm else None
+        self.k_norm = RMSNorm(head_dim, eps) if att.qk_norm else None
+        self.scale = head_dim ** -0.5
+
+    def forward(self, x: torch.Tensor, meta: StepMeta, cache: PagedKV) -> torch.Tensor:
+        t = x.shape[0]
+        qkv = self.qkv(x)
+        q_end, k_end = self.heads * self.head_dim, (self.heads + self.kv_heads) * self.head_dim
+        q = qkv[:, :q_end].view(t, self.heads, self.head_dim)
+        k = qkv[:, q_end:k_end].view(t, self.kv_heads, self.head_dim)
+        v = k if self.k_eq_v else qkv[:, k_end:].view(t, self.kv_heads, self.head_dim)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        if self.rope is not None:
+            q, k = self.rope.apply(q, meta.positions), self.rope.apply(k, meta.positions)
+        cache.write(meta.slots, k, v)
+        out = paged_attention(q, cache, meta, self.scale, self.window)
+        return self.o(out.reshape(t, self.heads * self.head_dim))

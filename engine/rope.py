@@ -1,0 +1,74 @@
+"""Rotary position embeddings: default, linear, llama3 and YaRN scaling, partial rotary dims (HF convention:
+rotate_half on the first `rot_dim` dims)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def inv_frequencies(rot_dim: int, theta: float, scaling: dict | None) -> tuple[torch.Tensor, float]:
+    """Per-pair inverse frequencies [rot_dim/2] and the attention scale factor YaRN applies (1 otherwise)."""
+    inv = 1.0 / theta ** (torch.arange(0, rot_dim, 2, dtype=torch.float64, device="cpu") / rot_dim)
+    kind = (scaling or {}).get("type") or (scaling or {}).get("rope_type")
+    if not kind or kind == "default":
+        return inv, 1.0
+    factor = float(scaling["factor"])
+    if kind == "linear":
+        return inv / factor, 1.0
+    if kind == "llama3":
+        return _llama3(inv, factor, scaling), 1.0
+    if kind == "yarn":
+        return _yarn(inv, rot_dim, theta, factor, scaling)
+    raise ValueError(f"unsupported rope scaling '{kind}'")
+
+
+def _llama3(inv: torch.Tensor, factor: float, s: dict) -> torch.Tensor:
+    low, high = float(s.get("low_freq_factor", 1.0)), float(s.get("high_freq_factor", 4.0))
+    old = float(s.get("original_max_position", s.get("original_max_position_embeddings", 8192)))
+    wavelen = 2 * math.pi / inv
+    smooth = (old / wavelen - low) / (high - low)
+    scaled = torch.where(wavelen > old / low, inv / factor, inv)
+    mid = (wavelen <= old / low) & (wavelen >= old / high)
+    return torch.where(mid, (1 - smooth) * inv / factor + smooth * inv, scaled)
+
+
+def _yarn(inv: torch.Tensor, dim: int, theta: float, factor: float, s: dict) -> tuple[torch.Tensor, float]:
+    old = float(s.get("original_max_position", s.get("original_max_position_embeddings", 4096)))
+    beta_fast, beta_slow = float(s.get("beta_fast", 32)), float(s.get("beta_slow", 1))
+
+    def dim_for(rotations: float) -> float:
+        return dim * math.log(old / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    lo, hi = max(math.floor(dim_for(beta_fast)), 0), min(math.ceil(dim_for(beta_slow)), dim - 1)
+    ramp = ((torch.arange(dim // 2, dtype=torch.float64, device="cpu") - lo) / max(hi - lo, 1e-3)).clamp(0, 1)
+    blended = inv / factor * ramp + inv * (1 - ramp)
+    return blended, 0.1 * math.log(factor) + 1.0
+
+
+class Rotary:
+    """cos/sin tables up to `max_positions`, grown on demand; apply(x [T, heads, head_dim], positions [T])."""
+
+    def __init__(self, head_dim: int, theta: float, scaling: dict | None, partial: float = 1.0):
+        self.rot_dim = int(head_dim * partial) // 2 * 2
+        self.inv, self.mscale = inv_frequencies(self.rot_dim, theta, scaling)
+        self.cos = self.sin = None
+
+    def _tables(self, n: int, device, dtype):
+        if self.cos is None or self.cos.shape[0] < n or self.cos.device != device:
+            size = max(n, 4096)
+            freqs = torch.outer(torch.arange(size, dtype=torch.float64, device="cpu"), self.inv)
+            emb = torch.cat([freqs, freqs], dim=-1)
+            self.cos = (emb.cos() * self.mscale).to(device)
+            self.sin = (emb.sin() * self.mscale).to(device)
+        return self.cos, self.sin
+
+    def apply(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        cos, sin = self._tables(int(positions.max()) + 1, x.device, x.dtype)
+        cos, sin = cos[positions].to(x.dtype)[:, None, :], sin[positions].to(x.dtype)[:, None, :]
+        rot, rest = x[..., : self.rot_dim], x[..., self.rot_dim:]
+        half = self.rot_dim // 2
+        rotated = torch.cat([-rot[..., half:], rot[..., :half]], dim=-1)
+        out = rot * cos + rotated * sin
+        return torch.cat([out, rest], dim=-1) if rest.numel() else out

@@ -1,0 +1,160 @@
+"""The micro-engine: incremental decode vs full recompute, continuous batching vs solo, block manager invariants."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from engine.attention import StepMeta  # noqa: E402
+from engine.block_manager import BlockManager  # noqa: E402
+from engine.engine import LLMEngine  # noqa: E402
+from engine.model import EngineError  # noqa: E402
+from engine.runner import make_caches, run_step  # noqa: E402
+from engine.sequence import Sequence  # noqa: E402
+from tiny_cards import TINY  # noqa: E402
+
+
+def engine(card, **kw):
+    opts = dict(dtype="fp64", num_blocks=64, block_size=4, max_step_tokens=8, seed=3)
+    opts.update(kw)
+    return LLMEngine(card, **opts)
+
+
+def full_logits(eng: LLMEngine, tokens: list[int]) -> torch.Tensor:
+    """Logits at every position from one uncached forward over the whole sequence (fresh caches)."""
+    n = len(tokens)
+    bs = eng.cfg.block_size
+    blocks = -(-n // bs)
+    caches = make_caches(eng.model, blocks, bs, 1, torch.float64, "cpu", eng.cfg.kv_dtype == "int8")
+    table = torch.arange(blocks)[None]
+    pos = torch.arange(n)
+    meta = StepMeta(pos, table[0, pos // bs] * bs + pos % bs, table, [0], [n], [0], bs, [0])
+    with torch.inference_mode():
+        return eng.model.logits(eng.model(torch.tensor(tokens), meta, caches))
+
+
+def stepwise(eng: LLMEngine, prompt: list[int], n: int) -> tuple[list[int], list[torch.Tensor]]:
+    """Greedy generation through the scheduler (chunked prefill + paged decode), keeping each sampled logits row."""
+    seq = eng.add_request(prompt, n)
+    rows = []
+    while not eng.scheduler.idle:
+        work = eng.scheduler.schedule()
+        logits = run_step(eng.model, work, eng.caches, eng.cfg.block_size, eng.device)
+        sampled = {}
+        if logits is not None:
+            rows.append(logits[0])
+            sampled[seq.seq_id] = int(logits[0].argmax())
+        eng.scheduler.finish_step(work, sampled)
+    return seq.output_ids, rows
+
+
+@pytest.mark.parametrize("family", sorted(TINY))
+def test_incremental_decode_matches_full_recompute(family):
+    eng = engine(TINY[family])
+    prompt = [(7 * i + 3) % 97 for i in range(19)]  # 19 tokens: 3 prefill chunks of <= 8, partial blocks
+    out, rows = stepwise(eng, prompt, 12)
+    full = full_logits(eng, prompt + out)
+    for i, row in enumerate(rows):
+        torch.testing.assert_close(row, full[len(prompt) - 1 + i], rtol=1e-9, atol=1e-9)
+
+
+def test_int8_kv_stays_close():
+    eng = engine(TINY["llama"], kv_dtype="int8")
+    prompt = list(range(1, 30))
+    _, rows = stepwise(eng, prompt, 4)
+    ref = full_logits(engine(TINY["llama"]), prompt)[-1]
+    assert torch.nn.functional.cosine_similarity(rows[0], ref, dim=0) > 0.999
+
+
+@pytest.mark.parametrize("family", ["llama", "moe", "hybrid", "sliding"])
+def test_continuous_batching_matches_each_request_alone(family):
+    prompts = [[(i * 13 + j * 5) % 97 for j in range(n)] for i, n in enumerate([3, 17, 9, 30, 1, 22])]
+    limits = [9, 4, 12, 6, 15, 8]
+    alone = [engine(TINY[family], num_blocks=64).generate([p], m)[0] for p, m in zip(prompts, limits)]
+    eng = engine(TINY[family], num_blocks=20, max_num_seqs=4)  # 80 cache slots for 180 tokens: forces preemption
+    together = eng.generate(prompts, limits)
+    assert together == alone
+    assert any(st.prefill_tokens and st.decode_tokens for st in eng.stats)  # chunks mixed with decodes
+    assert len(eng.stats) < sum(limits)  # batched: fewer steps than tokens
+
+
+def test_preemption_recomputes_to_the_same_tokens():
+    prompts = [[(i * 11 + j) % 97 for j in range(12)] for i in range(4)]
+    eng = engine(TINY["llama"], num_blocks=9, max_num_seqs=4)  # 36 slots; 4 x (12 + 10) tokens
+    seqs = [eng.add_request(p, 10) for p in prompts]
+    while not eng.scheduler.idle:
+        eng.step()
+    assert sum(s.preemptions for s in seqs) > 0
+    alone = [engine(TINY["llama"]).generate([p], 10)[0] for p in prompts]
+    assert [s.output_ids for s in seqs] == alone
+
+
+def test_prefix_reuse_skips_cached_blocks():
+    eng = engine(TINY["llama"], max_step_tokens=64)
+    shared = list(range(1, 21))
+    first = eng.generate([shared + [40]], 3)[0]
+    seq = eng.add_request(shared + [50], 3)
+    eng.step()
+    assert seq.num_computed_tokens == 21 and eng.stats[-1].prefill_tokens == 1  # 5 blocks of 4 reused
+    while not eng.scheduler.idle:
+        eng.step()
+    assert seq.output_ids == engine(TINY["llama"]).generate([shared + [50]], 3)[0]
+    assert first == engine(TINY["llama"]).generate([shared + [40]], 3)[0]
+
+
+def test_temperature_sampling_is_seeded():
+    eng = engine(TINY["llama"])
+    a = eng.add_request([1, 2, 3], 8, temperature=1.0, seed=7)
+    b = eng.add_request([1, 2, 3], 8, temperature=1.0, seed=7)
+    while not eng.scheduler.idle:
+        eng.step()
+    assert a.output_ids == b.output_ids
+
+
+def test_refusals():
+    with pytest.raises(EngineError, match="MLA"):
+        LLMEngine("deepseek-v3", layers=1, vocab=64)
+    with pytest.raises(EngineError, match="GB free"):
+        LLMEngine("llama-3.1-70b", dtype="fp32")  # 282 GB of fp32 weights
+    with pytest.raises(EngineError, match="exceeds the KV pool"):
+        engine(TINY["llama"], num_blocks=2).add_request([1, 2, 3], 20)
+
+
+# --- block manager invariants (property test) ---------------------------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["alloc", "grow", "free", "fork", "publish"]), st.integers(0, 7),
+                          st.integers(1, 40)), max_size=60))
+def test_block_manager_never_leaks_or_double_frees(ops):
+    bm = BlockManager(num_blocks=24, block_size=4)
+    live: list[Sequence] = []
+    for op, pick, n in ops:
+        seq = live[pick % len(live)] if live else None
+        if op == "alloc":
+            new = Sequence([pick % 3] * n, 1)
+            if bm.can_allocate(new, n):
+                chunk = bm.allocate(new, n)
+                assert len(new.block_table) == bm.blocks_needed(new.num_computed_tokens + chunk)
+                live.append(new)
+        elif op == "grow" and seq and bm.can_grow(seq, len(seq.block_table) * 4 + n):
+            bm.grow(seq, len(seq.block_table) * 4 + n)
+            seq.token_ids += [1] * n
+        elif op == "publish" and seq:
+            seq.num_computed_tokens = min(len(seq), len(seq.block_table) * 4)
+            bm.publish(seq)
+        elif op == "fork" and seq:
+            child = Sequence(list(seq.token_ids), 1)
+            bm.fork(seq, child)
+            live.append(child)
+        elif op == "free" and seq:
+            bm.free_seq(seq)
+            live.remove(seq)
+        refs = [0] * 24
+        for s in live:
+            for b in s.block_table:
+                refs[b] += 1
+        assert refs == bm.ref_count
+        assert sorted(bm.free) == [b for b in range(24) if refs[b] == 0]
+        assert len(set(bm.free)) == len(bm.free)
