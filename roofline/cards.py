@@ -145,6 +145,10 @@ class CardStore:
                 aliases.setdefault(alias.lower(), card)
         if key in aliases:
             return aliases[key]
+        if kind == "hardware" and key in ("host", "host-cpu"):
+            from .host import host_card  # measured on first use
+
+            return host_card()
         list_cmd = "roofline hw list" if kind == "hardware" else "roofline models list"
         known = {alias: card.name for alias, card in aliases.items()}
         raise UnknownNameError(what, name, known, f"see `{list_cmd}`")

@@ -9,7 +9,7 @@ import typer
 
 from .. import __version__
 from ..errors import RooflineError
-from . import fits_cmd, formats_cmd, hw, models, plot_cmd, predict_cmd, sweep_cmd
+from . import engine_cmd, fits_cmd, formats_cmd, hw, models, plot_cmd, predict_cmd, sweep_cmd
 
 app = typer.Typer(
     name="roofline",
@@ -21,6 +21,7 @@ app = typer.Typer(
 )
 app.add_typer(hw.app, name="hw", help="Hardware cards: list, show.")
 app.add_typer(plot_cmd.app, name="plot", help="Pictures: roofline chart, concurrency sweep, memory budget.")
+app.add_typer(engine_cmd.app, name="engine", help="The micro-engine: run card shapes for real, measured vs predicted.")
 app.add_typer(models.app, name="models", help="Model cards: list, show, import a transformers config.json.")
 app.command("predict")(predict_cmd.predict_cmd)
 app.command("fits")(fits_cmd.fits_cmd)

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..reduce import reduce_card
 from ..request import Prediction, predict
 from ..units import QuantityError, parse_tokens
 from ..workload import make_workload
@@ -95,7 +96,10 @@ def predict_cmd(
     spec_tokens: Annotated[int, typer.Option("--spec-tokens", help="Draft tokens per verify step (0 = off).")] = 0,
     accept: Annotated[Optional[float], typer.Option("--accept", help="Draft acceptance rate in (0, 1).")] = None,
     draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model card (default with --spec-tokens: MTP head).")] = None,
-    gpus: GpusOpt = 1, pp: PpOpt = 1, as_json: JsonOpt = False,
+    gpus: GpusOpt = 1, pp: PpOpt = 1,
+    layers: Annotated[Optional[int], typer.Option(help="Only the first N layers (as `roofline engine run`).")] = None,
+    vocab: Annotated[Optional[int], typer.Option(help="A smaller vocabulary (as `roofline engine run`).")] = None,
+    as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print one CSV header and row.")] = False,
     cards: CardsOpt = None,
 ):
@@ -105,7 +109,8 @@ def predict_cmd(
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        batch=batch, quant=quant, kv_quant=kv_quant, spec_tokens=spec_tokens, accept_rate=accept,
                        draft_model=draft, context_tokens=ctx, tp=gpus, pp=pp)
-    p = predict(st.model(model), st.hardware(hw), wl, draft=st.model(draft) if draft else None)
+    card = reduce_card(st.model(model), layers, vocab)
+    p = predict(card, st.hardware(hw), wl, draft=st.model(draft) if draft else None)
     if as_csv:
         write_csv([p])
         return
