@@ -11,14 +11,13 @@ per-row and per-metric errors with the fitted defaults.
 from __future__ import annotations
 
 import argparse
-import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from roofline.cards import CardStore
 from roofline.efficiency import DEFAULTS, Efficiency, default_key
+from roofline.fit import fit_efficiency, log_errors
 from roofline.published import predict_row, read_rows, summarize
 
 CSV = Path(__file__).resolve().parents[2] / "shared" / "reference" / "published_train.csv"
@@ -30,29 +29,19 @@ NOT_FITTED = {"H139", "H141", "H143", "H145", "H147", "H149"}
 SECONDS = ("kernel_overhead_s", "step_overhead_s")
 
 
+def fit_group(rows, store, start: Efficiency) -> Efficiency:
+    measured = [float(r["value"]) for r in rows]
+
+    def predict(eff: Efficiency) -> list[float]:
+        return [predict_row(r, store, eff).predicted or m for r, m in zip(rows, measured)]
+
+    return fit_efficiency(predict, measured, start, FRACTIONS + SECONDS)
+
+
 def loss(rows, store, eff: Efficiency) -> float:
-    errs = []
-    for row in rows:
-        p = predict_row(row, store, eff)
-        if p.predicted is not None and p.predicted > 0:
-            errs.append(abs(math.log(p.predicted / p.measured)))
-    return float(np.mean(errs)) if errs else 0.0
-
-
-def fit_group(rows, store, start: Efficiency, sweeps: int = 4) -> Efficiency:
-    best, best_loss = start, loss(rows, store, start)
-    for _ in range(sweeps):
-        for name in FRACTIONS + SECONDS:
-            current = getattr(best, name) or (best.compute if name.startswith("compute") else 1e-6)
-            for factor in (0.5, 0.7, 0.85, 0.93, 1.07, 1.18, 1.4, 2.0):
-                value = current * factor
-                if name in FRACTIONS and not 0.02 <= value <= 1.0:
-                    continue
-                trial = replace(best, **{name: value})
-                trial_loss = loss(rows, store, trial)
-                if trial_loss < best_loss - 1e-6:
-                    best, best_loss = trial, trial_loss
-    return best
+    measured = [float(r["value"]) for r in rows]
+    return float(np.mean(np.abs(log_errors(lambda e: [predict_row(r, store, e).predicted or m
+                                                     for r, m in zip(rows, measured)], measured, eff))))
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from .cards import CardStore
 from .efficiency import Efficiency, expected_efficiency
 from .errors import RooflineError
+from .fit import error_summary
 from .formats import weight_format
 from .memory import Deployment, max_concurrency
 from .ops import Step
@@ -141,8 +142,7 @@ def summarize(preds: list[RowPrediction]) -> dict:
     """Per metric: n, median and p90 absolute % error, and bias (median signed % error)."""
     out = {}
     for metric in METRICS:
-        errs = np.array([p.error_pct for p in preds if p.metric == metric and p.predicted is not None])
-        if len(errs):
-            out[metric] = {"n": int(len(errs)), "median_ape_pct": float(np.median(np.abs(errs))),
-                           "p90_ape_pct": float(np.percentile(np.abs(errs), 90)), "bias_pct": float(np.median(errs))}
+        done = [p for p in preds if p.metric == metric and p.predicted is not None]
+        if done:
+            out[metric] = error_summary([p.predicted for p in done], [p.measured for p in done])
     return out

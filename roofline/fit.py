@@ -1,0 +1,62 @@
+"""Fit efficiency parameters to measurements: coordinate descent on a multiplicative grid, minimising the mean
+|log(predicted / measured)|. Used by `roofline calibrate` (engine steps) and benchmarks/fit_defaults.py
+(published rows). Pure numpy: no torch."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from .efficiency import Efficiency
+
+FRACTIONS = ("memory", "compute", "compute_int8", "compute_fp4", "compute_fp32", "compute_bf16", "attention", "link")
+FACTORS = (0.5, 0.7, 0.85, 0.93, 1.07, 1.18, 1.4, 2.0)
+
+
+def log_errors(predict: Callable[[Efficiency], Sequence[float]], measured: Sequence[float], eff: Efficiency) -> np.ndarray:
+    pred = np.asarray(predict(eff), dtype=float)
+    return np.log(np.maximum(pred, 1e-30) / np.asarray(measured, dtype=float))
+
+
+def fit_efficiency(predict: Callable[[Efficiency], Sequence[float]], measured: Sequence[float], start: Efficiency,
+                   params: Iterable[str], sweeps: int = 4, on_step: Callable[[], None] | None = None) -> Efficiency:
+    """Coordinate descent over `params` (fractions stay in (0.02, 1]; seconds and tiles > 0)."""
+    params = list(params)
+
+    def loss(eff: Efficiency) -> float:
+        return float(np.mean(np.abs(log_errors(predict, measured, eff))))
+
+    best, best_loss = start, loss(start)
+    for _ in range(sweeps):
+        improved = False
+        for name in params:
+            current = getattr(best, name)
+            if current is None:
+                current = best.compute if name.startswith("compute") else 1e-6
+            current = current or (1e-6 if name.endswith("_s") else 1.0)
+            for factor in FACTORS:
+                value = current * factor
+                if name in FRACTIONS and not 0.02 <= value <= 1.0:
+                    continue
+                trial = replace(best, **{name: value})
+                trial_loss = loss(trial)
+                if trial_loss < best_loss - 1e-6:
+                    best, best_loss, improved = trial, trial_loss, True
+            if on_step:
+                on_step()
+        if not improved:
+            break
+    return best
+
+
+def error_summary(pred: Sequence[float], measured: Sequence[float]) -> dict:
+    """n, median and p90 absolute % error, and bias (median signed % error)."""
+    pred, measured = np.asarray(pred, float), np.asarray(measured, float)
+    if not len(pred):
+        return {"n": 0, "median_ape_pct": math.nan, "p90_ape_pct": math.nan, "bias_pct": math.nan}
+    err = 100.0 * (pred - measured) / measured
+    return {"n": int(len(err)), "median_ape_pct": float(np.median(np.abs(err))),
+            "p90_ape_pct": float(np.percentile(np.abs(err), 90)), "bias_pct": float(np.median(err))}
