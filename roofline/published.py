@@ -87,14 +87,25 @@ def _depth(row: dict) -> int:
 
 
 def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None) -> RowPrediction:
-    """Predict one CSV row's metric; `eff` overrides the card's expected efficiency (used when fitting)."""
-    out = RowPrediction(row["id"], row["metric"], float(row["value"]), None, hw=row.get("hw_card", ""),
-                        model=row.get("model_card", ""), engine=row.get("engine", ""))
+    """Predict one CSV row's metric; `eff` overrides the card's expected efficiency (used when fitting). A row
+    roofline cannot read (unknown card or format, bad number) comes back with `skipped` saying why."""
     try:
-        card, hw = store.model(row["model_card"]), store.hardware(row["hw_card"])
-    except RooflineError as err:
+        out = RowPrediction(row["id"], row["metric"], float(row["value"]), None, hw=row.get("hw_card", ""),
+                            model=row.get("model_card", ""), engine=row.get("engine", ""))
+    except (KeyError, ValueError) as err:
+        return RowPrediction(row.get("id", "?"), row.get("metric", "?"), float("nan"), None,
+                             skipped=f"unreadable row: {err}")
+    try:
+        out.predicted = _predict(row, store, eff)
+    except (RooflineError, ValueError) as err:
         out.skipped = str(err)
-        return out
+    if out.predicted is None and not out.skipped:
+        out.skipped = f"metric '{out.metric}' is not predicted"
+    return out
+
+
+def _predict(row: dict, store: CardStore, eff: Efficiency | None) -> float | None:
+    card, hw = store.model(row["model_card"]), store.hardware(row["hw_card"])
     gpus, tp = _int(row.get("gpus", ""), 1), _int(row.get("tp", ""), 1)
     # gpus > tp: llama.cpp's default layer split — each token passes every GPU in turn (pipeline stages)
     pp = max(gpus // tp, 1)
@@ -107,21 +118,19 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None) -> R
         n = isl or UNSTATED_PROMPT_TOKENS
         wl = Workload(prompt_tokens=n, quant=quant, kv_quant=kv, tp=tp, pp=pp)
         t = timed_step(card, hw, Step("prefill", n, max(batch, 1), _depth(row)), wl, eff).total_s
-        out.predicted = float(max(batch, 1) * n / t)
-    elif metric in ("decode_tok_s", "agg_decode_tok_s"):
+        return float(max(batch, 1) * n / t)
+    if metric in ("decode_tok_s", "agg_decode_tok_s"):
         wl = Workload(prompt_tokens=max(isl, 1), output_tokens=osl or UNSTATED_OUTPUT_TOKENS, batch=max(batch, 1),
                       quant=quant, kv_quant=kv, tp=tp, pp=pp)
         start = isl if row["isl"].strip() else UNSTATED_PROMPT_TOKENS
         dec = decode_step_time(card, hw, wl, eff, wl.batch, decode_contexts(start, wl.output_tokens))
         itl = float(np.mean(dec.total_s))
-        out.predicted = (wl.batch if metric == "agg_decode_tok_s" else 1.0) / itl
-    elif metric == "agg_output_tok_s":
+        return (wl.batch if metric == "agg_decode_tok_s" else 1.0) / itl
+    if metric == "agg_output_tok_s":
         replicas = max(gpus // (tp * pp), 1)
-        out.predicted = _max_load_throughput(card, hw, eff, Workload(prompt_tokens=isl, output_tokens=osl, quant=quant,
-                                                                     kv_quant=kv, tp=tp, pp=pp)) * replicas
-    else:
-        out.skipped = f"metric '{metric}' is not predicted"
-    return out
+        wl = Workload(prompt_tokens=isl, output_tokens=osl, quant=quant, kv_quant=kv, tp=tp, pp=pp)
+        return _max_load_throughput(card, hw, eff, wl) * replicas
+    return None
 
 
 def _max_load_throughput(card, hw, eff, wl: Workload) -> float:

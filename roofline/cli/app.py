@@ -9,7 +9,8 @@ import typer
 
 from .. import __version__
 from ..errors import RooflineError
-from . import engine_cmd, fits_cmd, formats_cmd, hw, models, plot_cmd, predict_cmd, sweep_cmd
+from . import (calibrate_cmd, engine_cmd, fits_cmd, formats_cmd, hw, models, plot_cmd, predict_cmd, sweep_cmd,
+               validate_cmd)
 
 app = typer.Typer(
     name="roofline",
@@ -25,6 +26,8 @@ app.add_typer(engine_cmd.app, name="engine", help="The micro-engine: run card sh
 app.add_typer(models.app, name="models", help="Model cards: list, show, import a transformers config.json.")
 app.command("predict")(predict_cmd.predict_cmd)
 app.command("fits")(fits_cmd.fits_cmd)
+app.command("calibrate")(calibrate_cmd.calibrate_cmd)
+app.command("validate")(validate_cmd.validate_cmd)
 app.command("sweep")(sweep_cmd.sweep_cmd)
 app.command("compare")(sweep_cmd.compare_cmd)
 app.command("formats", help="Weight and KV-cache formats with effective bits per value.")(formats_cmd.formats)

@@ -1,0 +1,78 @@
+"""Micro-benchmarks of the device: sustained read/copy bandwidth, GEMM FLOP/s per dtype over shapes (thin to
+square), attention at several context lengths, and the fixed cost of one kernel launch."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def timeit(fn: Callable[[], object], device: str, repeats: int = 5, min_seconds: float = 0.05) -> float:
+    """Median seconds per call (after one warm-up), looping short calls until each sample lasts `min_seconds`."""
+    fn()
+    _sync(device)
+    t = time.perf_counter()
+    fn()
+    _sync(device)
+    once = max(time.perf_counter() - t, 1e-7)
+    loops = max(1, int(min_seconds / once))
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        _sync(device)
+        samples.append((time.perf_counter() - t) / loops)
+    return statistics.median(samples)
+
+
+def bandwidth(device: str, nbytes: int = 1 << 30) -> dict:
+    """Read (sum) and copy bandwidth over a buffer far beyond the last-level cache, bytes/s."""
+    x = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+    y = torch.empty_like(x)
+    read = nbytes / timeit(lambda: x.sum(), device, repeats=3)
+    copy = 2 * nbytes / timeit(lambda: y.copy_(x), device, repeats=3)
+    return {"read_bytes_per_s": read, "copy_bytes_per_s": copy, "buffer_bytes": nbytes}
+
+
+GEMM_SHAPES = ((1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096), (512, 4096, 4096), (2048, 4096, 4096))
+
+
+def gemm(device: str, dtypes=("fp32", "bf16"), shapes=GEMM_SHAPES) -> dict:
+    """FLOP/s of x[m, k] @ w[k, n] per dtype and shape; 'peak' = the best shape."""
+    out = {}
+    for name in dtypes:
+        dt = DTYPES[name]
+        rates = {}
+        for m, k, n in shapes:
+            a, b = torch.randn(m, k, device=device, dtype=dt), torch.randn(k, n, device=device, dtype=dt)
+            rates[f"{m}x{k}x{n}"] = 2 * m * k * n / timeit(lambda: a @ b, device, repeats=3)
+        out[name] = {"by_shape": rates, "peak_flop_per_s": max(rates.values())}
+    return out
+
+
+def attention(device: str, dtype: str = "fp32", contexts=(256, 1024, 4096), heads: int = 32, head_dim: int = 128) -> dict:
+    """FLOP/s of causal SDPA over `contexts` (4 x heads x head_dim x L^2 / 2 FLOP)."""
+    dt = DTYPES[dtype]
+    rates = {}
+    for length in contexts:
+        q = torch.randn(1, heads, length, head_dim, device=device, dtype=dt)
+        sec = timeit(lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True), device, 3)
+        rates[str(length)] = 4 * heads * head_dim * length * length / 2 / sec
+    return {"dtype": dtype, "by_context": rates}
+
+
+def launch_overhead(device: str) -> float:
+    """Seconds for one tiny kernel (the fixed cost of a launch / an op dispatch)."""
+    x = torch.ones(8, device=device)
+    return timeit(lambda: x.add_(1.0), device, repeats=5, min_seconds=0.02)

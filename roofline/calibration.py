@@ -1,0 +1,111 @@
+"""Calibration without torch: fit the efficiency model to engine step records and write a calibrated card.
+
+Records come from engine.bench (one per measured step). The fit runs on the predictor's own operator graph
+(`timed_step`), on a fitting split; the held-out split is only ever predicted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from .cards import CardStore
+from .efficiency import Efficiency, expected_efficiency
+from .fit import error_summary, fit_efficiency
+from .hardware import HardwareCard
+from .ops import Step
+from .reduce import reduce_card
+from .request import timed_step
+from .workload import Workload
+
+CPU_PARAMS = ("memory", "compute", "attention", "kernel_overhead_s", "step_overhead_s")
+GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens",)
+HELD_OUT_SHARE = 0.3
+
+
+def point_key(r: dict) -> str:
+    return f"{r['card']}|{r['layers']}|{r['dtype']}|{r['phase']}|{r['batch']}|{r['context']}|{r['new_tokens']}"
+
+
+def is_held_out(r: dict) -> bool:
+    """A fixed ~30% of points, chosen by a hash of the point (not by order), that the fit never sees."""
+    return int(hashlib.sha256(point_key(r).encode()).hexdigest(), 16) % 100 < HELD_OUT_SHARE * 100
+
+
+def predict_step(r: dict, hw: HardwareCard, eff: Efficiency, store: CardStore, cache: dict) -> float:
+    """Predicted seconds of the measured step `r` on `hw` at efficiency `eff`."""
+    key = (r["card"], r["layers"], r["vocab"])
+    if key not in cache:
+        cache[key] = reduce_card(store.model(r["card"]), int(r["layers"]), int(r["vocab"]))
+    card = cache[key]
+    n = int(r["new_tokens"]) if r["phase"] == "prefill" else 1
+    wl = Workload(prompt_tokens=max(n, 1), quant=r["dtype"], kv_quant=r["dtype"])
+    step = Step(r["phase"], n, int(r["batch"]), int(r["context"]))
+    return float(timed_step(card, hw, step, wl, eff).total_s)
+
+
+def fit_records(records: list[dict], hw: HardwareCard, store: CardStore, on_step=None) -> tuple[Efficiency, dict]:
+    """Fit on the fitting split; report errors on both splits per phase. Returns (efficiency, summary)."""
+    cache: dict = {}
+    fit = [r for r in records if not is_held_out(r)]
+    held = [r for r in records if is_held_out(r)]
+
+    def predict(rows):
+        return lambda eff: [predict_step(r, hw, eff, store, cache) for r in rows]
+
+    params = CPU_PARAMS if hw.kind == "cpu" else GPU_PARAMS
+    eff = fit_efficiency(predict(fit), [r["seconds"] for r in fit], expected_efficiency(hw), params, on_step=on_step)
+    summary = {}
+    for label, rows in (("fit", fit), ("held_out", held)):
+        preds = predict(rows)(eff)
+        summary[label] = {phase: error_summary([p for p, r in zip(preds, rows) if r["phase"] == phase],
+                                               [r["seconds"] for r in rows if r["phase"] == phase])
+                          for phase in ("prefill", "decode")}
+        summary[label + "_points"] = [{**r, "predicted": p} for r, p in zip(rows, preds)]
+    return eff, summary
+
+
+def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured: dict, meta: dict,
+                    name: str | None = None, measured_peaks: dict | None = None) -> dict:
+    """The base card with measured figures where the device was measured, and a `calibration` section."""
+    data = base.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if name:
+        data["name"] = name
+    if measured_peaks:  # a CPU host: its card's peaks and bandwidth are what was measured
+        data["peak_flops"] = measured_peaks
+        data["memory"]["bandwidth"] = measured["bandwidth"]["read_bytes_per_s"]
+        data["sources"] = {**data.get("sources", {}), "memory.bandwidth": "measured by roofline calibrate (read)",
+                           "peak_flops": "measured by roofline calibrate (best GEMM shape per dtype)"}
+        data.setdefault("uncertain", {}).pop("peak_flops", None)
+        data["uncertain"].pop("memory.bandwidth", None)
+    values = {k: getattr(eff, k) for k in GPU_PARAMS + ("compute_fp32", "compute_bf16", "compute_int8", "compute_fp4")
+              if getattr(eff, k) is not None}
+    data["calibration"] = {
+        **meta, "date": dt.date.today().isoformat(), "values": values, "microbench": measured,
+        "residuals": {k: v for k, v in summary.items() if not k.endswith("_points")},
+        "points": {"fit": len(summary["fit_points"]), "held_out": len(summary["held_out_points"])},
+    }
+    data.pop("efficiency", None)
+    return data
+
+
+def write_card_atomic(directory: Path, data: dict) -> Path:
+    """Write hardware/<name>.yaml under `directory` atomically: an interrupted run leaves the old card intact."""
+    target = Path(directory) / "hardware" / f"{data['name']}.yaml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            yaml.safe_dump(data, f, sort_keys=False, width=120)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target

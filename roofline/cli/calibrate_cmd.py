@@ -1,0 +1,157 @@
+"""`roofline calibrate`: measure this device, run the engine over a grid, fit the predictor, write a card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..calibration import calibrated_card, fit_records, write_card_atomic
+from ..cards import user_dir
+from ..errors import RooflineError
+from .common import CardsOpt, JsonOpt, store
+from .output import Column, emit, table
+
+# Engine grids: dense (llama), MoE (qwen3-30b-a3b), sliding window + MoE (gpt-oss-20b). One layer of each keeps
+# the shapes exact and the run short; vocab 4096 keeps the lm_head from dominating.
+QUICK = dict(cards=["llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b"], layers=[1], vocab=4096,
+             prefill=[(1, 64), (1, 256), (4, 128)], decode_batches=[1, 4, 16], contexts=[64, 512])
+FULL = dict(cards=["llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-20b", "gemma-3-27b"],
+            layers=[1, 2], vocab=8192, prefill=[(1, 64), (1, 256), (1, 512), (4, 128), (8, 128)],
+            decode_batches=[1, 2, 4, 8, 16, 32], contexts=[64, 512, 2048])
+
+
+def _device(choice: str) -> str:
+    import torch
+
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise RooflineError("--device cuda: no CUDA device is visible to torch; use --device cpu")
+    if choice not in ("cpu", "cuda"):
+        raise RooflineError(f"--device {choice}: use auto, cpu or cuda")
+    return choice
+
+
+def _grid(spec: dict) -> list[dict]:
+    points = []
+    for card in spec["cards"]:
+        for layers in spec["layers"]:
+            for ctx in spec["contexts"]:
+                points += [dict(card=card, layers=layers, phase="prefill", batch=b, context=ctx, new_tokens=n)
+                           for b, n in spec["prefill"]]
+                points += [dict(card=card, layers=layers, phase="decode", batch=b, context=ctx, new_tokens=1)
+                           for b in spec["decode_batches"]]
+    return points
+
+
+def _measure_engine(points: list[dict], spec: dict, device: str, dtype: str, advance) -> list[dict]:
+    """Run every grid point through the engine (one engine per card and layer count)."""
+    import torch
+
+    from engine.bench import device_name, measure
+    from engine.engine import LLMEngine
+
+    records, engines = [], {}
+    for p in points:
+        key = (p["card"], p["layers"])
+        if key not in engines:
+            engines.clear()  # one model in memory at a time
+            engines[key] = LLMEngine(p["card"], layers=p["layers"], vocab=spec["vocab"], dtype=dtype, device=device,
+                                     max_num_seqs=64, max_step_tokens=2048, max_kv_bytes=2e9)
+        eng = engines[key]
+        seconds = measure(eng, p["phase"], p["batch"], p["context"], p["new_tokens"], repeats=3)
+        records.append({**p, "vocab": spec["vocab"], "dtype": dtype, "seconds": seconds, "device": device,
+                        "device_name": device_name(device), "torch": torch.__version__})
+        advance()
+    return records
+
+
+def calibrate_cmd(
+    device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
+    quick: Annotated[bool, typer.Option("--quick", help="A short grid (about 3 minutes on a 2-core CPU).")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Card directory (default: $ROOFLINE_HOME).")] = None,
+    hw: Annotated[Optional[str], typer.Option("--hw", help="Base card (default: recognised device or this host).")] = None,
+    dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: bf16 on CUDA and AMX CPUs, else fp32).")] = None,
+    as_json: JsonOpt = False, cards: CardsOpt = None,
+):
+    """Measure the device, run engine shapes, fit the predictor's efficiencies, and write a calibrated card."""
+    try:
+        import torch
+
+        from engine import microbench
+    except ImportError as err:
+        raise RooflineError(f"calibration runs the engine, which needs torch: pip install 'roofline[engine]' ({err})") from None
+    from rich.progress import Progress
+
+    from ..host import host_card
+
+    dev = _device(device)
+    st = store(cards)
+    base = st.hardware(hw) if hw else (st.hardware(torch.cuda.get_device_name()) if dev == "cuda" else host_card())
+    if dtype is None:
+        dtype = "bf16" if dev == "cuda" or "bf16" in base.peak_flops.as_dict() and base.kind == "cpu" and \
+            base.peak_flops.bf16 > 2 * base.peak_flops.fp32 else "fp32"
+    spec = QUICK if quick else FULL
+    points = _grid(spec)
+    with Progress(transient=True) as bar:
+        task = bar.add_task("measuring the device", total=5 + len(points) + 20)
+        measured = {"bandwidth": microbench.bandwidth(dev, 1 << 29 if quick else 1 << 30)}
+        bar.advance(task)
+        measured["gemm"] = microbench.gemm(dev, ("fp32", dtype) if dtype != "fp32" else ("fp32",))
+        bar.advance(task, 2)
+        measured["attention"] = microbench.attention(dev, dtype, (256, 1024) if quick else (256, 1024, 4096))
+        measured["launch_s"] = microbench.launch_overhead(dev)
+        bar.advance(task, 2)
+        bar.update(task, description="running engine shapes")
+        records = _measure_engine(points, spec, dev, dtype, lambda: bar.advance(task))
+        peaks = {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()} if dev == "cpu" else None
+        if peaks and "fp32" in peaks:
+            peaks.setdefault("fp16", peaks.get("bf16", peaks["fp32"]))
+        probe = base if peaks is None else _with_measured(base, measured, peaks)
+        bar.update(task, description="fitting")
+        eff, summary = fit_records(records, probe, st, on_step=lambda: bar.advance(task, 0.5))
+    meta = {"device": records[0]["device_name"] if records else dev, "torch": torch.__version__,
+            "driver": getattr(torch.version, "cuda", None) or "cpu", "dtype": dtype, "grid": "quick" if quick else "full"}
+    data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
+                           measured_peaks=peaks)
+    path = write_card_atomic(out or user_dir(), data)
+    result = {"card": data["name"], "path": str(path), "device": meta["device"], "efficiency": data["calibration"]["values"],
+              "measured": {"read_bytes_per_s": measured["bandwidth"]["read_bytes_per_s"],
+                           "gemm_peak_flop_per_s": {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()},
+                           "launch_s": measured["launch_s"]},
+              "datasheet": {"bandwidth_bytes_per_s": base.memory.bandwidth_bytes_per_s, "peak_flops": base.peak_flops.as_dict()},
+              "held_out": summary["held_out"], "fit": summary["fit"], "points": summary["held_out_points"]}
+    emit(result, as_json, lambda: _render(result))
+
+
+def _with_measured(base, measured: dict, peaks: dict):
+    from ..hardware import HardwareCard
+
+    data = base.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["memory"]["bandwidth"] = measured["bandwidth"]["read_bytes_per_s"]
+    data["peak_flops"] = peaks
+    return HardwareCard.model_validate(data)
+
+
+def _render(r: dict):
+    m = r["measured"]
+    rows = [("read bandwidth", f"{m['read_bytes_per_s'] / 1e9:,.1f} GB/s",
+             f"{r['datasheet']['bandwidth_bytes_per_s'] / 1e9:,.1f} GB/s")]
+    for dtype, peak in m["gemm_peak_flop_per_s"].items():
+        sheet = r["datasheet"]["peak_flops"].get(dtype)
+        rows.append((f"GEMM {dtype}", f"{peak / 1e12:,.2f} TFLOP/s", f"{sheet / 1e12:,.2f} TFLOP/s" if sheet else "—"))
+    rows.append(("kernel launch", f"{m['launch_s'] * 1e6:,.1f} us", ""))
+    yield table(f"{r['device']}: measured vs card", ["", Column("measured", "right"), Column("card", "right")], rows)
+    pts = [(p["card"], p["phase"], p["batch"], p["context"], p["new_tokens"], f"{p['seconds'] * 1e3:,.1f}",
+            f"{p['predicted'] * 1e3:,.1f}", f"{100 * (p['predicted'] - p['seconds']) / p['seconds']:+.1f}%")
+           for p in r["points"]]
+    yield table("held-out points (never seen by the fit)", ["card", "phase", Column("batch", "right"),
+                Column("context", "right"), Column("new", "right"), Column("measured ms", "right"),
+                Column("predicted ms", "right"), Column("error", "right")], pts)
+    summ = [(split, phase, s["n"], f"{s['median_ape_pct']:.1f}%", f"{s['p90_ape_pct']:.1f}%", f"{s['bias_pct']:+.1f}%")
+            for split in ("fit", "held_out") for phase, s in r[split].items()]
+    yield table("step-time error", ["split", "phase", Column("n", "right"), Column("median", "right"),
+                                     Column("p90", "right"), Column("bias", "right")], summ)
+    yield f"wrote {r['path']} — `roofline predict --hw {r['card']}` now uses it"

@@ -1,0 +1,141 @@
+"""`roofline validate`: the predictor's error against fresh engine runs or a published-measurements CSV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import RooflineError
+from ..fit import error_summary
+from ..published import predict_row, read_rows, summarize
+from ..reduce import reduce_card
+from ..request import predict
+from ..workload import make_workload
+from .common import CardsOpt, JsonOpt, store
+from .output import Column, emit, table
+
+METRICS = {"ttft": "ttft_s", "itl": "itl_s", "prefill_tok_s": "prefill_tok_s", "decode_tok_s": "decode_tok_s"}
+# Shapes never used by `calibrate` (other cards, vocab and request sizes): dense with QKV bias, MoE, sliding window
+# with sandwich norms, sliding window on every layer.
+FRESH = dict(cards=["qwen2.5-7b", "mixtral-8x7b", "gemma-3-27b", "mistral-7b"], layers=1, vocab=3000,
+             batches=[1, 4, 16, 32], prompts=[48, 160], output=8)
+
+
+def engine_points(hw, st, device: str, dtype: str, spec: dict, advance) -> list[dict]:
+    """Serve each fresh shape in the engine; predict the same shape on `hw`."""
+    from engine.engine import LLMEngine
+
+    from .engine_cmd import measure_request
+
+    points = []
+    for name in spec["cards"]:
+        card = reduce_card(st.model(name), spec["layers"], spec["vocab"])
+        eng = LLMEngine(card, dtype=dtype, device=device, max_num_seqs=max(spec["batches"]),
+                        max_step_tokens=max(spec["batches"]) * max(spec["prompts"]), max_kv_bytes=2e9)
+        measure_request(eng, 16, 2, 1)  # warm-up
+        for batch in spec["batches"]:
+            for prompt in spec["prompts"]:
+                eng.stats.clear()
+                got = measure_request(eng, prompt, spec["output"], batch, seed=batch * 1000 + prompt)
+                wl = make_workload(prompt_tokens=prompt, output_tokens=spec["output"], batch=batch, quant=dtype,
+                                   kv_quant=dtype)
+                p = predict(card, hw, wl)
+                points.append({"card": name, "batch": batch, "prompt": prompt, "output": spec["output"],
+                               **{f"measured_{k}": got[v] for k, v in METRICS.items()},
+                               **{f"predicted_{k}": getattr(p, v) for k, v in METRICS.items()}})
+                advance()
+        del eng
+    return points
+
+
+def _scatter(points: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 4), dpi=100)
+    for ax, key in zip(axes, METRICS):
+        m = [p[f"measured_{key}"] for p in points]
+        q = [p[f"predicted_{key}"] for p in points]
+        ax.loglog(m, q, "o", alpha=0.7)
+        lo, hi = min(m + q), max(m + q)
+        ax.plot([lo, hi], [lo, hi], "k--", lw=1)
+        ax.set_title(key)
+        ax.set_xlabel("measured")
+        ax.set_ylabel("predicted")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def validate_cmd(
+    hw: Annotated[Optional[str], typer.Option("--hw", help="Card to predict with (engine shapes).")] = None,
+    engine_shapes: Annotated[bool, typer.Option("--engine-shapes", help="Run fresh shapes in the engine.")] = False,
+    published: Annotated[Optional[Path], typer.Option("--published", help="A published-measurements CSV.")] = None,
+    device: Annotated[str, typer.Option(help="Engine device: cpu or cuda.")] = "cpu",
+    dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: the card's calibration dtype).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--output-file", "-o", help="Predicted-vs-measured scatter (.png).")] = None,
+    as_json: JsonOpt = False, cards: CardsOpt = None,
+):
+    """Report the predictor's error per metric: median and p90 absolute % error and bias."""
+    st = store(cards)
+    if published is not None:
+        return _published(st, published, as_json)
+    if not engine_shapes:
+        raise RooflineError("say what to validate against: --engine-shapes (with --hw) or --published FILE.csv")
+    card = st.hardware(hw or "host")
+    dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task("running fresh engine shapes",
+                            total=len(FRESH["cards"]) * len(FRESH["batches"]) * len(FRESH["prompts"]))
+        points = engine_points(card, st, device, dtype, FRESH, lambda: bar.advance(task))
+    metrics = {k: error_summary([p[f"predicted_{k}"] for p in points], [p[f"measured_{k}"] for p in points])
+               for k in METRICS}
+    if out:
+        _scatter(points, out, f"{card.name}: predicted vs measured ({len(points)} fresh engine shapes)")
+    data = {"hardware": card.name, "efficiency_source": predict(reduce_card(st.model("llama-3.1-8b"), 1, 64), card,
+                                                                 make_workload()).efficiency_source,
+            "metrics": metrics, "points": points, "plot": str(out) if out else None}
+    emit(data, as_json, lambda: _render(data))
+
+
+def _render(d: dict):
+    rows = [(k, s["n"], f"{s['median_ape_pct']:.1f}%", f"{s['p90_ape_pct']:.1f}%", f"{s['bias_pct']:+.1f}%")
+            for k, s in d["metrics"].items()]
+    yield table(f"predictor error on {d['hardware']} ({d['efficiency_source']})",
+                ["metric", Column("n", "right"), Column("median |err|", "right"), Column("p90 |err|", "right"),
+                 Column("bias", "right")], rows)
+    if d.get("plot"):
+        yield f"wrote {d['plot']}"
+
+
+def _published(st, path: Path, as_json: bool) -> None:
+    if not path.is_file():
+        raise RooflineError(f"--published {path}: no such file")
+    rows = read_rows(path)
+    needed = {"id", "metric", "value", "hw_card", "model_card", "isl", "osl", "batch"}
+    if not rows or not needed <= set(rows[0]):
+        raise RooflineError(f"--published {path}: needs the columns of published_train.csv "
+                            f"({', '.join(sorted(needed))})")
+    preds = [predict_row(r, st) for r in rows]
+    data = {"file": str(path), "metrics": summarize(preds),
+            "rows": [{"id": p.row_id, "hardware": p.hw, "model": p.model, "metric": p.metric, "measured": p.measured,
+                      "predicted": p.predicted, "error_pct": p.error_pct} for p in preds if p.predicted is not None],
+            "skipped": [{"id": p.row_id, "why": p.skipped} for p in preds if p.predicted is None]}
+
+    def render():
+        yield table(f"{path.name}: {len(data['rows'])} rows predicted, {len(data['skipped'])} skipped",
+                    ["metric", Column("n", "right"), Column("median |err|", "right"), Column("p90 |err|", "right"),
+                     Column("bias", "right")],
+                    [(k, s["n"], f"{s['median_ape_pct']:.1f}%", f"{s['p90_ape_pct']:.1f}%", f"{s['bias_pct']:+.1f}%")
+                     for k, s in data["metrics"].items()])
+        if data["skipped"]:
+            yield table("skipped", ["row", "why"], [(s["id"], s["why"]) for s in data["skipped"]])
+
+    emit(data, as_json, render)
