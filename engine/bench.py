@@ -92,7 +92,7 @@ def bench(cards: Iterable[str], layers: Iterable[int | None] = (None,), phases=(
                 continue  # decode runs one token: the chunk axis does not apply
             seconds = measure(eng, phase, batch, context, chunk, repeats)
             tokens = batch * (chunk if phase == "prefill" else 1)
-            records.append({"device": device, "device_name": name, "torch": torch.__version__, "dtype": dtype,
+            records.append({"device": device, "device_name": name, "torch": str(torch.__version__), "dtype": dtype,
                             "card": card, "model": eng.card.name, "layers": eng.card.architecture.num_layers,
                             "vocab": eng.card.architecture.vocab_size, "phase": phase, "batch": batch,
                             "context": context, "new_tokens": chunk if phase == "prefill" else 1,

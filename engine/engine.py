@@ -90,10 +90,9 @@ class LLMEngine:
     def _build(self) -> Transformer:
         torch.manual_seed(self.cfg.seed)
         with torch.device("meta"):
-            model = Transformer(self.card)
-        model = model.to_empty(device="cpu")
+            model = Transformer(self.card).to(DTYPES[self.cfg.dtype])
+        model = model.to_empty(device="cpu")  # allocated once, in the target dtype
         init_weights(model, self.cfg.seed)
-        model = model.to(DTYPES[self.cfg.dtype])
         if self.cfg.weight_format:
             from .quant import quantize_linears
 

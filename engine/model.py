@@ -93,6 +93,17 @@ class Transformer(nn.Module):
         return (h @ weight.t()).to(torch.promote_types(h.dtype, torch.float32))
 
 
+TILE = 1 << 20  # large tensors repeat one seeded random tile: same statistics, ~50x faster to build
+
+
+def _random(shape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    n = math.prod(shape)
+    if n <= 4 * TILE:
+        return torch.randn(shape, generator=gen).to(dtype)
+    tile = torch.randn(TILE + 7, generator=gen).to(dtype)  # +7: rows of the weight do not repeat the tile's phase
+    return tile.repeat(n // tile.numel() + 1)[:n].view(shape)
+
+
 @torch.no_grad()
 def init_weights(model: nn.Module, seed: int) -> None:
     """Seeded random weights at a sane scale (std 1/sqrt(fan_in), biases 0.02); norms at 1; Mamba decay rates
@@ -100,7 +111,7 @@ def init_weights(model: nn.Module, seed: int) -> None:
     gen = torch.Generator().manual_seed(seed)
     for p in model.parameters():
         scale = 1.0 / math.sqrt(p.shape[-1]) if p.dim() >= 2 else 0.02
-        p.copy_(torch.randn(p.shape, generator=gen) * scale)
+        p.copy_(_random(p.shape, gen, p.dtype) * scale)
     for m in model.modules():
         if isinstance(m, RMSNorm):
             m.weight.fill_(1.0)

@@ -63,7 +63,7 @@ def _measure_engine(points: list[dict], spec: dict, device: str, dtype: str, adv
         eng = engines[key]
         seconds = measure(eng, p["phase"], p["batch"], p["context"], p["new_tokens"], repeats=3)
         records.append({**p, "vocab": spec["vocab"], "dtype": dtype, "seconds": seconds, "device": device,
-                        "device_name": device_name(device), "torch": torch.__version__})
+                        "device_name": device_name(device), "torch": str(torch.__version__)})
         advance()
     return records
 
@@ -112,7 +112,7 @@ def calibrate_cmd(
         probe = base if peaks is None else _with_measured(base, measured, peaks)
         bar.update(task, description="fitting")
         eff, summary = fit_records(records, probe, st, on_step=lambda: bar.advance(task, 0.5))
-    meta = {"device": records[0]["device_name"] if records else dev, "torch": torch.__version__,
+    meta = {"device": records[0]["device_name"] if records else dev, "torch": str(torch.__version__),
             "driver": getattr(torch.version, "cuda", None) or "cpu", "dtype": dtype, "grid": "quick" if quick else "full"}
     data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
                            measured_peaks=peaks)
