@@ -42,16 +42,16 @@ CEILING = Efficiency()
 DEFAULTS: dict[str, Efficiency] = {
     # 29 rows: llama.cpp 2024 (S4, H033-H057) and TensorRT-LLM max-load (S8, H093-H104) on NVIDIA GPUs
     # link 0.8: NCCL all-reduce bus bandwidth reaches ~80% of NVLink's per-direction rate (nccl-tests); unfitted
-    "gpu": Efficiency(link=0.8, memory=0.92, compute=0.52, compute_int8=0.105, compute_fp4=0.354, attention=0.94,
-                      gemm_min_tokens=16, kernel_overhead_s=11.4e-6, step_overhead_s=4.7e-4,
+    "gpu": Efficiency(link=0.8, memory=0.94, compute=0.535, compute_int8=0.110, compute_fp4=0.359, attention=1.0,
+                      gemm_min_tokens=16, kernel_overhead_s=11.9e-6, step_overhead_s=5.3e-4,
                       source="default for discrete GPUs, fitted to published_train.csv (29 rows)"),
     # 28 rows: llama.cpp build 6918 on DGX Spark (S1, H001-H022) and Ollama decode (S13); Ollama prefill left out
-    "soc": Efficiency(link=0.8, memory=0.80, compute=0.60, compute_int8=0.095, attention=0.079, gemm_min_tokens=16,
-                      kernel_overhead_s=4.7e-6, step_overhead_s=2.5e-4,
+    "soc": Efficiency(link=0.8, memory=0.78, compute=0.60, compute_int8=0.098, attention=0.077, gemm_min_tokens=16,
+                      kernel_overhead_s=4.1e-6, step_overhead_s=1.7e-4,
                       source="default for NVIDIA unified-memory SoCs, fitted to published_train.csv (28 rows)"),
     # 8 rows: llama.cpp Metal 2024 on M1 Max / M2 Ultra / M3 Max (S4, H041-H056)
-    "apple": Efficiency(memory=0.72, compute=0.51, attention=0.94, gemm_min_tokens=1, kernel_overhead_s=15.6e-6,
-                        step_overhead_s=6.6e-4, source="default for Apple silicon (Metal), fitted to published_train.csv (8 rows)"),
+    "apple": Efficiency(memory=0.81, compute=0.52, attention=0.93, gemm_min_tokens=1, kernel_overhead_s=20.3e-6,
+                        step_overhead_s=7.9e-4, source="default for Apple silicon (Metal), fitted to published_train.csv (8 rows)"),
     "cpu": Efficiency(memory=0.7, compute=0.5, attention=0.3, gemm_min_tokens=1, kernel_overhead_s=2e-6,
                       step_overhead_s=1e-4, source="default for CPUs (no published rows; run roofline calibrate)"),
 }

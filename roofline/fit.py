@@ -13,7 +13,7 @@ import numpy as np
 from .efficiency import Efficiency
 
 FRACTIONS = ("memory", "compute", "compute_int8", "compute_fp4", "compute_fp32", "compute_bf16", "attention", "link")
-FACTORS = (0.5, 0.7, 0.85, 0.93, 1.07, 1.18, 1.4, 2.0)
+STEPS = (2.0, 1.4, 1.18, 1.07, 1.02, 1.005)  # pattern search: multiplicative steps, coarse to fine
 
 
 def log_errors(predict: Callable[[Efficiency], Sequence[float]], measured: Sequence[float], eff: Efficiency) -> np.ndarray:
@@ -22,33 +22,34 @@ def log_errors(predict: Callable[[Efficiency], Sequence[float]], measured: Seque
 
 
 def fit_efficiency(predict: Callable[[Efficiency], Sequence[float]], measured: Sequence[float], start: Efficiency,
-                   params: Iterable[str], sweeps: int = 4, on_step: Callable[[], None] | None = None) -> Efficiency:
-    """Coordinate descent over `params` (fractions stay in (0.02, 1]; seconds and tiles > 0)."""
+                   params: Iterable[str], max_sweeps: int = 6, on_step: Callable[[], None] | None = None) -> Efficiency:
+    """Pattern search over `params`: try each value x step and / step, keep improvements, shrink the step when a
+    sweep finds none. Fractions stay in [0.02, 1]; seconds and tiles stay positive."""
     params = list(params)
 
     def loss(eff: Efficiency) -> float:
         return float(np.mean(np.abs(log_errors(predict, measured, eff))))
 
     best, best_loss = start, loss(start)
-    for _ in range(sweeps):
-        improved = False
-        for name in params:
-            current = getattr(best, name)
-            if current is None:
-                current = best.compute if name.startswith("compute") else 1e-6
-            current = current or (1e-6 if name.endswith("_s") else 1.0)
-            for factor in FACTORS:
-                value = current * factor
-                if name in FRACTIONS and not 0.02 <= value <= 1.0:
-                    continue
-                trial = replace(best, **{name: value})
-                trial_loss = loss(trial)
-                if trial_loss < best_loss - 1e-6:
-                    best, best_loss, improved = trial, trial_loss, True
-            if on_step:
-                on_step()
-        if not improved:
-            break
+    for step in STEPS:
+        for _ in range(max_sweeps):
+            improved = False
+            for name in params:
+                current = getattr(best, name)
+                if current is None:
+                    current = best.compute if name.startswith("compute") else 1e-6
+                current = current or (1e-6 if name.endswith("_s") else 1.0)
+                for value in (current * step, current / step):
+                    if name in FRACTIONS and not 0.02 <= value <= 1.0:
+                        continue
+                    trial = replace(best, **{name: value})
+                    trial_loss = loss(trial)
+                    if trial_loss < best_loss - 1e-9:
+                        best, best_loss, improved = trial, trial_loss, True
+                if on_step:
+                    on_step()
+            if not improved:
+                break
     return best
 
 

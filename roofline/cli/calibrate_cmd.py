@@ -17,9 +17,15 @@ from .output import Column, emit, table
 # the shapes exact and the run short; vocab 4096 keeps the lm_head from dominating.
 QUICK = dict(cards=["llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b"], layers=[1], vocab=4096,
              prefill=[(1, 64), (1, 256), (4, 128)], decode_batches=[1, 4, 16], contexts=[64, 512])
+# a seconds-long grid for tests and smoke checks: one small dense card
+SMOKE = dict(cards=["qwen2.5-3b"], layers=[1], vocab=512, prefill=[(1, 32), (2, 64)], decode_batches=[1, 4],
+             contexts=[16, 128])
 FULL = dict(cards=["llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-20b", "gemma-3-27b"],
             layers=[1, 2], vocab=8192, prefill=[(1, 64), (1, 256), (1, 512), (4, 128), (8, 128)],
             decode_batches=[1, 2, 4, 8, 16, 32], contexts=[64, 512, 2048])
+
+
+GRIDS = {"quick": QUICK, "full": FULL, "smoke": SMOKE}
 
 
 def _device(choice: str) -> str:
@@ -71,6 +77,7 @@ def _measure_engine(points: list[dict], spec: dict, device: str, dtype: str, adv
 def calibrate_cmd(
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
     quick: Annotated[bool, typer.Option("--quick", help="A short grid (about 3 minutes on a 2-core CPU).")] = False,
+    grid: Annotated[Optional[str], typer.Option(help="quick, full or smoke (seconds; for tests).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Card directory (default: $ROOFLINE_HOME).")] = None,
     hw: Annotated[Optional[str], typer.Option("--hw", help="Base card (default: recognised device or this host).")] = None,
     dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: bf16 on CUDA and AMX CPUs, else fp32).")] = None,
@@ -93,15 +100,18 @@ def calibrate_cmd(
     if dtype is None:
         dtype = "bf16" if dev == "cuda" or "bf16" in base.peak_flops.as_dict() and base.kind == "cpu" and \
             base.peak_flops.bf16 > 2 * base.peak_flops.fp32 else "fp32"
-    spec = QUICK if quick else FULL
+    grid = grid or ("quick" if quick else "full")
+    if grid not in GRIDS:
+        raise RooflineError(f"--grid {grid}: use {', '.join(GRIDS)}")
+    spec = GRIDS[grid]
     points = _grid(spec)
     with Progress(transient=True) as bar:
         task = bar.add_task("measuring the device", total=5 + len(points) + 20)
-        measured = {"bandwidth": microbench.bandwidth(dev, 1 << 29 if quick else 1 << 30)}
+        measured = {"bandwidth": microbench.bandwidth(dev, 1 << 30 if grid == "full" else 1 << 29)}
         bar.advance(task)
         measured["gemm"] = microbench.gemm(dev, ("fp32", dtype) if dtype != "fp32" else ("fp32",))
         bar.advance(task, 2)
-        measured["attention"] = microbench.attention(dev, dtype, (256, 1024) if quick else (256, 1024, 4096))
+        measured["attention"] = microbench.attention(dev, dtype, (256, 1024, 4096) if grid == "full" else (256, 1024))
         measured["launch_s"] = microbench.launch_overhead(dev)
         bar.advance(task, 2)
         bar.update(task, description="running engine shapes")
@@ -113,7 +123,7 @@ def calibrate_cmd(
         bar.update(task, description="fitting")
         eff, summary = fit_records(records, probe, st, on_step=lambda: bar.advance(task, 0.5))
     meta = {"device": records[0]["device_name"] if records else dev, "torch": str(torch.__version__),
-            "driver": getattr(torch.version, "cuda", None) or "cpu", "dtype": dtype, "grid": "quick" if quick else "full"}
+            "driver": getattr(torch.version, "cuda", None) or "cpu", "dtype": dtype, "grid": grid}
     data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
                            measured_peaks=peaks)
     path = write_card_atomic(out or user_dir(), data)

@@ -1,0 +1,93 @@
+"""Calibration: the fit recovers known efficiencies, the card is written atomically, and a smoke run end to end."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import pytest
+import yaml
+
+from conftest import run_cli
+from roofline.calibration import fit_records, is_held_out, predict_step, write_card_atomic
+from roofline.cards import CardStore
+from roofline.efficiency import expected_efficiency
+
+STORE = CardStore()
+
+
+def synthetic_records(hw, eff):
+    """Step records 'measured' by the predictor itself at a known efficiency."""
+    cache, records = {}, []
+    for card in ("llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b"):
+        for phase, batch, n in (("prefill", 1, 64), ("prefill", 4, 256), ("decode", 1, 1), ("decode", 16, 1)):
+            for ctx in (64, 512, 2048):
+                r = dict(card=card, layers=1, vocab=4096, dtype="bf16", phase=phase, batch=batch, context=ctx,
+                         new_tokens=n)
+                r["seconds"] = predict_step(r, hw, eff, STORE, cache)
+                records.append(r)
+    return records
+
+
+def test_fit_recovers_known_efficiencies():
+    hw = STORE.hardware("h100-sxm")
+    truth = replace(expected_efficiency(hw), memory=0.6, compute=0.35, kernel_overhead_s=20e-6)
+    eff, summary = fit_records(synthetic_records(hw, truth), hw, STORE)
+    assert summary["held_out"]["decode"]["median_ape_pct"] < 3
+    assert summary["held_out"]["prefill"]["median_ape_pct"] < 3
+    assert eff.memory == pytest.approx(0.6, rel=0.15)
+
+
+def test_held_out_split_is_stable_and_partial():
+    records = synthetic_records(STORE.hardware("h100-sxm"), expected_efficiency(STORE.hardware("h100-sxm")))
+    held = [is_held_out(r) for r in records]
+    assert 0.1 < sum(held) / len(held) < 0.5
+    assert held == [is_held_out(r) for r in records]
+
+
+def test_atomic_write_keeps_the_old_card_when_interrupted(tmp_path, monkeypatch):
+    old = write_card_atomic(tmp_path, {"name": "box", "value": 1})
+    before = old.read_text()
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt  # killed mid-write
+
+    monkeypatch.setattr(yaml, "safe_dump", boom)
+    with pytest.raises(KeyboardInterrupt):
+        write_card_atomic(tmp_path, {"name": "box", "value": 2})
+    assert old.read_text() == before
+    assert [p.name for p in (tmp_path / "hardware").iterdir()] == ["box.yaml"]
+
+
+pytest.importorskip("torch")
+
+
+def test_calibrate_smoke_writes_a_card_predict_uses(tmp_path):
+    home = tmp_path / "home"
+    out = run_cli("calibrate", "--grid", "smoke", "--device", "cpu", "--json", env={"ROOFLINE_HOME": str(home)})
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    card = yaml.safe_load((home / "hardware" / "host-cpu.yaml").read_text())
+    cal = card["calibration"]
+    assert {"date", "device", "torch", "values", "residuals", "points", "microbench"} <= set(cal)
+    assert cal["points"]["fit"] + cal["points"]["held_out"] == 8
+    assert result["measured"]["read_bytes_per_s"] > 1e9
+    pred = run_cli("predict", "-m", "qwen2.5-3b", "--hw", "host", "--layers", "1", "--json",
+                   env={"ROOFLINE_HOME": str(home)})
+    assert json.loads(pred.stdout)["efficiency_source"].startswith("calibrated on ")
+
+
+def test_interrupted_calibration_leaves_previous_card(tmp_path):
+    home = tmp_path / "home"
+    previous = write_card_atomic(home, {"name": "host-cpu", "marker": "previous"})
+    proc = subprocess.Popen([sys.executable, "-m", "roofline", "calibrate", "--grid", "smoke", "--device", "cpu"],
+                            env={**os.environ, "ROOFLINE_HOME": str(home)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(4)  # inside the microbenchmarks or the engine grid
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert yaml.safe_load(previous.read_text()) == {"name": "host-cpu", "marker": "previous"}
+    assert [p.name for p in (home / "hardware").iterdir()] == ["host-cpu.yaml"]
