@@ -83,7 +83,9 @@ class Metrics(BaseModel):
     decode_tok_s_aggregate: float
 
 
-class Prediction(BaseModel):
+class Prediction(Metrics):
+    """Expected-mode metrics (the inherited fields), the ceiling beside them, memory, and why."""
+
     model: str
     hardware: str
     quant: str
@@ -96,12 +98,6 @@ class Prediction(BaseModel):
     gpus: int
     tp: int
     pp: int
-    ttft_s: float
-    itl_s: float
-    e2e_s: float
-    prefill_tok_s: float
-    decode_tok_s: float
-    decode_tok_s_aggregate: float
     weights_bytes: float  # the whole model, at the formats used
     kv_bytes: float  # KV cache + state of all `batch` sequences at prompt + output tokens
     memory_per_gpu_bytes: float  # the full budget on one GPU: weights + KV shares, activations, runtime, OS
