@@ -28,6 +28,14 @@ GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens",)
 HELD_OUT_SHARE = 0.3
 
 
+def engine_quant(dtype: str, weights: str | None = None) -> str:
+    """The engine's formats as a roofline --quant: every weight in `dtype`; with weight-only int8/int4 the linear
+    layers (lm_head included) in that format while MoE expert banks and the embedding stay in `dtype`."""
+    if weights is None:
+        return f"default={dtype}"
+    return f"default={weights},lm_head={weights},experts={dtype},embedding={dtype}"
+
+
 def point_key(r: dict) -> str:
     return f"{r['card']}|{r['layers']}|{r['dtype']}|{r['phase']}|{r['batch']}|{r['context']}|{r['new_tokens']}"
 
@@ -44,7 +52,7 @@ def predict_step(r: dict, hw: HardwareCard, eff: Efficiency, store: CardStore, c
         cache[key] = reduce_card(store.model(r["card"]), int(r["layers"]), int(r["vocab"]))
     card = cache[key]
     n = int(r["new_tokens"]) if r["phase"] == "prefill" else 1
-    wl = Workload(prompt_tokens=max(n, 1), quant=r["dtype"], kv_quant=r["dtype"])
+    wl = Workload(prompt_tokens=max(n, 1), quant=engine_quant(r["dtype"]), kv_quant=r["dtype"])
     step = Step(r["phase"], n, int(r["batch"]), int(r["context"]))
     return float(timed_step(card, hw, step, wl, eff).total_s)
 

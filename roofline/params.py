@@ -156,7 +156,7 @@ def parse_quant(quant: str) -> dict[str, str]:
 def component_format(card: ModelCard, component: str, quant: str | None = None) -> str:
     """Weight format of one component. A user `quant` (one format, or 'component=format,...') replaces the card's
     formats: the named component's, else 'default'. Unnamed router and norms stay 16-bit; unnamed embeddings and
-    lm_head stay 16-bit for checkpoint formats (FP8, AWQ, NVFP4 keep them) but follow GGUF formats."""
+    lm_head stay 16-bit under quantized checkpoint formats (FP8, AWQ, NVFP4 keep them) but follow GGUF formats."""
     native = card.weights.get(component, card.weights["default"])
     if quant is None:
         return native
@@ -167,7 +167,8 @@ def component_format(card: ModelCard, component: str, quant: str | None = None) 
         return native
     if component in ("router", "norms"):
         return "bf16"
-    if component in ("embedding", "lm_head") and not weight_format(spec["default"]).quantizes_embeddings:
+    fmt = weight_format(spec["default"])
+    if component in ("embedding", "lm_head") and fmt.bits_per_value < 16 and not fmt.quantizes_embeddings:
         return native if weight_format(native).bits_per_value >= 16 else "bf16"
     return spec["default"]
 

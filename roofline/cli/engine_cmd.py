@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..calibration import engine_quant
 from ..errors import RooflineError
 from ..reduce import reduce_card
 from ..request import predict
@@ -75,7 +76,8 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
     except EngineError as err:
         raise RooflineError(str(err)) from None
     hwc = st.hardware(hw or ("host" if device == "cpu" else _cuda_card(st)))
-    wl = make_workload(prompt_tokens=p, output_tokens=o, batch=batch, quant=weights or dtype, kv_quant=dtype)
+    wl = make_workload(prompt_tokens=p, output_tokens=o, batch=batch, quant=engine_quant(dtype, weights),
+                       kv_quant=dtype)
     pred = predict(card, hwc, wl)
     predicted = {k: getattr(pred, k) for k in KEYS}
     data = {"model": card.name, "device": device, "dtype": dtype, "hardware": hwc.name, "prompt_tokens": p,

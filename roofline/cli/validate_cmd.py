@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..calibration import engine_quant
 from ..errors import RooflineError
 from ..fit import error_summary
 from ..published import predict_row, read_rows, summarize
@@ -39,8 +40,8 @@ def engine_points(hw, st, device: str, dtype: str, spec: dict, advance) -> list[
             for prompt in spec["prompts"]:
                 eng.stats.clear()
                 got = measure_request(eng, prompt, spec["output"], batch, seed=batch * 1000 + prompt)
-                wl = make_workload(prompt_tokens=prompt, output_tokens=spec["output"], batch=batch, quant=dtype,
-                                   kv_quant=dtype)
+                wl = make_workload(prompt_tokens=prompt, output_tokens=spec["output"], batch=batch,
+                                   quant=engine_quant(dtype), kv_quant=dtype)
                 p = predict(card, hw, wl)
                 points.append({"card": name, "batch": batch, "prompt": prompt, "output": spec["output"],
                                **{f"measured_{k}": got[v] for k, v in METRICS.items()},
