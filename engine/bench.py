@@ -11,24 +11,18 @@ with the device, its name and the torch version. Prefill: `batch` sequences each
 from __future__ import annotations
 
 import itertools
+import random
 import statistics
 import time
 from typing import Iterable
 
 import torch
 
+from .device import name as device_name
 from .engine import LLMEngine
 from .runner import run_step
 from .scheduler import Scheduled
 from .sequence import Sequence, Status
-
-
-def device_name(device: str) -> str:
-    if device.startswith("cuda"):
-        return torch.cuda.get_device_name(torch.device(device))
-    from roofline.host import _cpuinfo
-
-    return _cpuinfo()[0]
 
 
 def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int) -> list[Sequence]:
@@ -74,6 +68,42 @@ def measure(eng: LLMEngine, phase: str, batch: int, context: int, new_tokens: in
     finally:
         for s in seqs:
             eng.blocks.free_seq(s)
+
+
+def measure_request(eng: LLMEngine, prompt: int, output: int, batch: int, seed: int = 0) -> dict:
+    """Serve `batch` requests of `prompt` random tokens -> `output` tokens together through the scheduler.
+    TTFT = the prefill step(s) + the first decode step; ITL = mean decode step."""
+    rng = random.Random(seed)
+    vocab = eng.card.architecture.vocab_size
+    eng.stats.clear()
+    for _ in range(batch):
+        eng.add_request([rng.randrange(vocab) for _ in range(prompt)], output)
+    while not eng.scheduler.idle:
+        eng.step()
+    prefill = [s for s in eng.stats if s.prefill_tokens]
+    decode = [s for s in eng.stats if not s.prefill_tokens]
+    t_pre = sum(s.seconds for s in prefill)
+    itl = sum(s.seconds for s in decode) / max(len(decode), 1)
+    return {"ttft_s": t_pre + (decode[0].seconds if decode else 0.0), "itl_s": itl,
+            "prefill_tok_s": batch * prompt / t_pre, "decode_tok_s": 1.0 / itl if itl else float("nan")}
+
+
+def run_grid(points: list[dict], vocab: int, device: str, dtype: str, advance=None, store=None) -> list[dict]:
+    """Measure each grid point {card, layers, phase, batch, context, new_tokens} (one engine per card/layers)."""
+    records, engines = [], {}
+    for p in points:
+        key = (p["card"], p["layers"])
+        if key not in engines:
+            engines.clear()  # one model in memory at a time
+            card = store.model(p["card"]) if store is not None else p["card"]
+            engines[key] = LLMEngine(card, layers=p["layers"], vocab=vocab, dtype=dtype, device=device,
+                                     max_num_seqs=64, max_step_tokens=2048, max_kv_bytes=2e9)
+        seconds = measure(engines[key], p["phase"], p["batch"], p["context"], p["new_tokens"], repeats=3)
+        records.append({**p, "vocab": vocab, "dtype": dtype, "seconds": seconds, "device": device,
+                        "device_name": device_name(device), "torch": str(torch.__version__)})
+        if advance:
+            advance()
+    return records
 
 
 def bench(cards: Iterable[str], layers: Iterable[int | None] = (None,), phases=("prefill", "decode"),

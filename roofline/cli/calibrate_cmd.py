@@ -11,6 +11,7 @@ from ..calibration import calibrated_card, fit_records, write_card_atomic
 from ..cards import user_dir
 from ..errors import RooflineError
 from .common import CardsOpt, JsonOpt, store
+from .engine_cmd import engine_modules
 from .output import Column, emit, table
 
 # Engine grids: dense (llama), MoE (qwen3-30b-a3b), sliding window + MoE (gpt-oss-20b). One layer of each keeps
@@ -28,18 +29,6 @@ FULL = dict(cards=["llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "mixtral-8x7b"
 GRIDS = {"quick": QUICK, "full": FULL, "smoke": SMOKE}
 
 
-def _device(choice: str) -> str:
-    import torch
-
-    if choice == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if choice == "cuda" and not torch.cuda.is_available():
-        raise RooflineError("--device cuda: no CUDA device is visible to torch; use --device cpu")
-    if choice not in ("cpu", "cuda"):
-        raise RooflineError(f"--device {choice}: use auto, cpu or cuda")
-    return choice
-
-
 def _grid(spec: dict) -> list[dict]:
     points = []
     for card in spec["cards"]:
@@ -52,28 +41,6 @@ def _grid(spec: dict) -> list[dict]:
     return points
 
 
-def _measure_engine(points: list[dict], spec: dict, device: str, dtype: str, advance) -> list[dict]:
-    """Run every grid point through the engine (one engine per card and layer count)."""
-    import torch
-
-    from engine.bench import device_name, measure
-    from engine.engine import LLMEngine
-
-    records, engines = [], {}
-    for p in points:
-        key = (p["card"], p["layers"])
-        if key not in engines:
-            engines.clear()  # one model in memory at a time
-            engines[key] = LLMEngine(p["card"], layers=p["layers"], vocab=spec["vocab"], dtype=dtype, device=device,
-                                     max_num_seqs=64, max_step_tokens=2048, max_kv_bytes=2e9)
-        eng = engines[key]
-        seconds = measure(eng, p["phase"], p["batch"], p["context"], p["new_tokens"], repeats=3)
-        records.append({**p, "vocab": spec["vocab"], "dtype": dtype, "seconds": seconds, "device": device,
-                        "device_name": device_name(device), "torch": str(torch.__version__)})
-        advance()
-    return records
-
-
 def calibrate_cmd(
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
     quick: Annotated[bool, typer.Option("--quick", help="A short grid (about 3 minutes on a 2-core CPU).")] = False,
@@ -84,19 +51,18 @@ def calibrate_cmd(
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Measure the device, run engine shapes, fit the predictor's efficiencies, and write a calibrated card."""
-    try:
-        import torch
-
-        from engine import microbench
-    except ImportError as err:
-        raise RooflineError(f"calibration runs the engine, which needs torch: pip install 'roofline[engine]' ({err})") from None
+    _, bench, device_info, EngineError = engine_modules()
+    from engine import microbench
     from rich.progress import Progress
 
     from ..host import host_card
 
-    dev = _device(device)
+    try:
+        dev = device_info.resolve(device)
+    except EngineError as err:
+        raise RooflineError(str(err)) from None
     st = store(cards)
-    base = st.hardware(hw) if hw else (st.hardware(torch.cuda.get_device_name()) if dev == "cuda" else host_card())
+    base = st.hardware(hw) if hw else (st.hardware(device_info.name(dev)) if dev == "cuda" else host_card())
     if dtype is None:
         dtype = "bf16" if dev == "cuda" or "bf16" in base.peak_flops.as_dict() and base.kind == "cpu" and \
             base.peak_flops.bf16 > 2 * base.peak_flops.fp32 else "fp32"
@@ -115,15 +81,14 @@ def calibrate_cmd(
         measured["launch_s"] = microbench.launch_overhead(dev)
         bar.advance(task, 2)
         bar.update(task, description="running engine shapes")
-        records = _measure_engine(points, spec, dev, dtype, lambda: bar.advance(task))
+        records = bench.run_grid(points, spec["vocab"], dev, dtype, lambda: bar.advance(task), st)
         peaks = {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()} if dev == "cpu" else None
         if peaks and "fp32" in peaks:
             peaks.setdefault("fp16", peaks.get("bf16", peaks["fp32"]))
         probe = base if peaks is None else _with_measured(base, measured, peaks)
         bar.update(task, description="fitting")
         eff, summary = fit_records(records, probe, st, on_step=lambda: bar.advance(task, 0.5))
-    meta = {"device": records[0]["device_name"] if records else dev, "torch": str(torch.__version__),
-            "driver": getattr(torch.version, "cuda", None) or "cpu", "dtype": dtype, "grid": grid}
+    meta = {"device": device_info.name(dev), **device_info.versions(), "dtype": dtype, "grid": grid}
     data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
                            measured_peaks=peaks)
     path = write_card_atomic(out or user_dir(), data)

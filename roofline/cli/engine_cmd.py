@@ -1,10 +1,9 @@
 """`roofline engine run`: run a card's shapes in the micro-engine and print measured beside predicted.
 
-This is the only command that imports torch (through engine/), and only when it runs."""
+engine/ (and so torch) is imported only when an engine command runs: engine run, calibrate, validate."""
 
 from __future__ import annotations
 
-import random
 from typing import Annotated, Optional
 
 import typer
@@ -22,30 +21,15 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=N
 KEYS = ("ttft_s", "itl_s", "prefill_tok_s", "decode_tok_s")
 
 
-def _engine():
+def engine_modules():
+    """engine.engine, engine.bench, engine.device and EngineError; a clear line when torch is missing."""
     try:
-        from engine.engine import LLMEngine
+        from engine import bench, device, engine
         from engine.model import EngineError
     except ImportError as err:
-        raise RooflineError(f"the engine needs torch: pip install 'roofline[engine]' ({err})") from None
-    return LLMEngine, EngineError
-
-
-def measure_request(eng, prompt: int, output: int, batch: int, seed: int = 0) -> dict:
-    """Serve `batch` identical-shape requests together; TTFT = prefill step + first decode step."""
-    rng = random.Random(seed)
-    vocab = eng.card.architecture.vocab_size
-    for _ in range(batch):
-        eng.add_request([rng.randrange(vocab) for _ in range(prompt)], output)
-    while not eng.scheduler.idle:
-        eng.step()
-    steps = eng.stats
-    prefill = [s for s in steps if s.prefill_tokens]
-    decode = [s for s in steps if not s.prefill_tokens]
-    t_pre = sum(s.seconds for s in prefill)
-    itl = sum(s.seconds for s in decode) / max(len(decode), 1)
-    return {"ttft_s": t_pre + (decode[0].seconds if decode else 0.0), "itl_s": itl,
-            "prefill_tok_s": batch * prompt / t_pre, "decode_tok_s": 1.0 / itl if itl else float("nan")}
+        raise RooflineError(f"this command runs the engine, which needs torch: pip install 'roofline[engine]' "
+                            f"({err})") from None
+    return engine, bench, device, EngineError
 
 
 @app.command("run", help="Run a model card's shapes for real and compare with `roofline predict`.")
@@ -54,12 +38,12 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
         vocab: Annotated[Optional[int], typer.Option(help="Smaller vocabulary.")] = None,
         prompt: TokOpt = "128", output: TokOpt = "32",
         batch: Annotated[int, typer.Option(help="Concurrent requests.")] = 1,
-        device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+        device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "cpu",
         dtype: Annotated[str, typer.Option(help="fp32, bf16 or fp16.")] = "fp32",
         weights: Annotated[Optional[str], typer.Option(help="Weight-only int8 or int4 for the linear layers.")] = None,
         hw: Annotated[Optional[str], typer.Option("--hw", help="Card to predict with (default: this device).")] = None,
         as_json: JsonOpt = False, cards: CardsOpt = None):
-    LLMEngine, EngineError = _engine()
+    engine, bench, dev, EngineError = engine_modules()
     st = store(cards)
     card = reduce_card(st.model(model), layers, vocab)
     p, o = tokens("--prompt", prompt), tokens("--output", output)
@@ -68,14 +52,14 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
     try:
         if weights not in (None, "int8", "int4"):
             raise RooflineError(f"--weights {weights}: use int8 or int4")
-        eng = LLMEngine(card, dtype=dtype, device=device, max_num_seqs=batch, max_step_tokens=batch * p,
-                        max_kv_bytes=4e9, weight_format=weights)
-        measure_request(eng, min(p, 16), 2, 1)  # warm-up: allocator, kernels, rope tables
-        eng.stats.clear()
-        measured = measure_request(eng, p, o, batch)
+        device = dev.resolve(device)
+        eng = engine.LLMEngine(card, dtype=dtype, device=device, max_num_seqs=batch, max_step_tokens=batch * p,
+                               max_kv_bytes=4e9, weight_format=weights)
+        bench.measure_request(eng, min(p, 16), 2, 1)  # warm-up: allocator, kernels, rope tables
+        measured = bench.measure_request(eng, p, o, batch)
     except EngineError as err:
         raise RooflineError(str(err)) from None
-    hwc = st.hardware(hw or ("host" if device == "cpu" else _cuda_card(st)))
+    hwc = st.hardware(hw or ("host" if device == "cpu" else dev.name(device)))
     wl = make_workload(prompt_tokens=p, output_tokens=o, batch=batch, quant=engine_quant(dtype, weights),
                        kv_quant=dtype)
     pred = predict(card, hwc, wl)
@@ -93,9 +77,3 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
                      Column("error", "right")], rows, caption=f"predicted with {pred.efficiency_source}")
 
     emit(data, as_json, render)
-
-
-def _cuda_card(st) -> str:
-    import torch
-
-    return torch.cuda.get_device_name()

@@ -15,6 +15,7 @@ from ..reduce import reduce_card
 from ..request import predict
 from ..workload import make_workload
 from .common import CardsOpt, JsonOpt, store
+from .engine_cmd import engine_modules
 from .output import Column, emit, table
 
 METRICS = {"ttft": "ttft_s", "itl": "itl_s", "prefill_tok_s": "prefill_tok_s", "decode_tok_s": "decode_tok_s"}
@@ -26,20 +27,16 @@ FRESH = dict(cards=["qwen2.5-7b", "mixtral-8x7b", "gemma-3-27b", "mistral-7b"], 
 
 def engine_points(hw, st, device: str, dtype: str, spec: dict, advance) -> list[dict]:
     """Serve each fresh shape in the engine; predict the same shape on `hw`."""
-    from engine.engine import LLMEngine
-
-    from .engine_cmd import measure_request
-
+    engine, bench, _, _ = engine_modules()
     points = []
     for name in spec["cards"]:
         card = reduce_card(st.model(name), spec["layers"], spec["vocab"])
-        eng = LLMEngine(card, dtype=dtype, device=device, max_num_seqs=max(spec["batches"]),
+        eng = engine.LLMEngine(card, dtype=dtype, device=device, max_num_seqs=max(spec["batches"]),
                         max_step_tokens=max(spec["batches"]) * max(spec["prompts"]), max_kv_bytes=2e9)
-        measure_request(eng, 16, 2, 1)  # warm-up
+        bench.measure_request(eng, 16, 2, 1)  # warm-up
         for batch in spec["batches"]:
             for prompt in spec["prompts"]:
-                eng.stats.clear()
-                got = measure_request(eng, prompt, spec["output"], batch, seed=batch * 1000 + prompt)
+                got = bench.measure_request(eng, prompt, spec["output"], batch, seed=batch * 1000 + prompt)
                 wl = make_workload(prompt_tokens=prompt, output_tokens=spec["output"], batch=batch,
                                    quant=engine_quant(dtype), kv_quant=dtype)
                 p = predict(card, hw, wl)
