@@ -14,7 +14,7 @@ from torch import nn
 from roofline.layers import Layer, resolve_layers
 from roofline.modelcard import ModelCard
 
-from .attention import PagedKV, StepMeta
+from .attention import StepMeta
 from .mamba import Mamba2
 from .modules import MLP, Attention, MoE, RMSNorm
 from .rope import Rotary

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Iterable
 
 from .cards import CardStore
+from .grid import sweep as _sweep
 from .hardware import HardwareCard
 from .modelcard import ModelCard
 from .request import Prediction
 from .request import predict as _predict
-from .grid import sweep as _sweep
 from .workload import Workload, make_workload
 
 

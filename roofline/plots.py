@@ -11,7 +11,7 @@ from .grid import sweep_arrays
 from .hardware import HardwareCard
 from .memory import Deployment, max_concurrency, memory_budget
 from .modelcard import ModelCard
-from .ops import Op, Step, step_ops
+from .ops import Step, step_ops
 from .parallel import shard_ops
 from .timing import time_ops
 from .workload import Workload

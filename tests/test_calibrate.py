@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 import yaml
-
 from conftest import run_cli
+
 from roofline.calibration import fit_records, is_held_out, predict_step, write_card_atomic
 from roofline.cards import CardStore
 from roofline.efficiency import expected_efficiency

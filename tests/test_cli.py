@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from conftest import run_cli
 
 REQUIRED_HW = ["dgx-spark", "h100-sxm", "h100-pcie", "h200", "b200", "gb200", "a100-80g-sxm", "a100-80g-pcie",

@@ -6,6 +6,7 @@ torch = pytest.importorskip("torch")
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from tiny_cards import TINY  # noqa: E402
 
 from engine.attention import StepMeta  # noqa: E402
 from engine.block_manager import BlockManager  # noqa: E402
@@ -13,7 +14,6 @@ from engine.engine import LLMEngine  # noqa: E402
 from engine.model import EngineError  # noqa: E402
 from engine.runner import make_caches, run_step  # noqa: E402
 from engine.sequence import Sequence  # noqa: E402
-from tiny_cards import TINY  # noqa: E402
 
 
 def engine(card, **kw):

@@ -22,7 +22,13 @@ from torch import nn  # noqa: E402
 
 import engine.quant as Q  # noqa: E402
 from engine.quant import (  # noqa: E402
-    Int4Weight, Int8Weight, QuantLinear, dequantize, quantize_int4, quantize_int8, quantize_linears,
+    Int4Weight,
+    Int8Weight,
+    QuantLinear,
+    dequantize,
+    quantize_int4,
+    quantize_int8,
+    quantize_linears,
     weight_bytes,
 )
 

@@ -1,6 +1,5 @@
 """The bundled hardware cards: real datasheet numbers (FACTS.md Part A), provenance and consistency."""
 
-import csv
 from pathlib import Path
 
 import pytest

@@ -18,7 +18,7 @@ from roofline.hf_import import SUPPORTED_MODEL_TYPES, card_from_config, compress
 from roofline.kv import kv_bytes, kv_bytes_per_token
 from roofline.layers import resolve_layers
 from roofline.modelcard import ModelCard, expand_pattern
-from roofline.params import param_counts, total_params, active_params
+from roofline.params import active_params, param_counts, total_params
 
 CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
 MODELS = Path(__file__).resolve().parent.parent / "models"

@@ -6,9 +6,6 @@ The 2% test is what proves a card's shapes are right: the parameter count derive
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
 from roofline import kv, params

@@ -1,7 +1,6 @@
 """Each plot renders to a real, non-trivial image file."""
 
 import pytest
-
 from conftest import run_cli
 
 pytest.importorskip("matplotlib")

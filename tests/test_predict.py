@@ -5,17 +5,17 @@ import math
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import roofline
 from roofline.cards import CardStore
 from roofline.efficiency import CEILING
+from roofline.errors import RooflineError
 from roofline.ops import Step, attended_pairs, expected_experts_touched, step_ops
 from roofline.params import param_counts, total_params
 from roofline.workload import Workload, make_workload
-from roofline.errors import RooflineError
-from conftest import run_cli
 
 STORE = CardStore()
 

@@ -9,8 +9,18 @@ import typer
 
 from .. import __version__
 from ..errors import RooflineError
-from . import (calibrate_cmd, engine_cmd, fits_cmd, formats_cmd, hw, models, plot_cmd, predict_cmd, sweep_cmd,
-               validate_cmd)
+from . import (
+    calibrate_cmd,
+    engine_cmd,
+    fits_cmd,
+    formats_cmd,
+    hw,
+    models,
+    plot_cmd,
+    predict_cmd,
+    sweep_cmd,
+    validate_cmd,
+)
 
 app = typer.Typer(
     name="roofline",

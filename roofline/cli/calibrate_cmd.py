@@ -52,8 +52,9 @@ def calibrate_cmd(
 ):
     """Measure the device, run engine shapes, fit the predictor's efficiencies, and write a calibrated card."""
     _, bench, device_info, EngineError = engine_modules()
-    from engine import microbench
     from rich.progress import Progress
+
+    from engine import microbench
 
     from ..host import host_card
 

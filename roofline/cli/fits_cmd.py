@@ -7,8 +7,16 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import RooflineError
-from ..formats import weight_format
-from ..memory import BLOCK_TOKENS, MAX_STEP_TOKENS, Budget, Deployment, max_concurrency, max_context, memory_budget, min_gpus
+from ..memory import (
+    BLOCK_TOKENS,
+    MAX_STEP_TOKENS,
+    Budget,
+    Deployment,
+    max_concurrency,
+    max_context,
+    memory_budget,
+    min_gpus,
+)
 from ..parallel import check_parallel
 from ..units import QuantityError, parse_quantity
 from ..workload import make_workload

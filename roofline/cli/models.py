@@ -13,7 +13,7 @@ from ..errors import CardError, RooflineError
 from ..kv import kv_bytes, kv_bytes_per_token
 from ..layers import layer_summary, resolve_layers
 from ..modelcard import ModelCard
-from ..params import active_params, component_format, param_counts, active_param_counts, total_params, weight_bytes
+from ..params import active_param_counts, active_params, component_format, param_counts, total_params, weight_bytes
 from .common import CardsOpt, JsonOpt, billions, gb, store
 from .output import Column, emit, table
 

@@ -9,11 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import RooflineError
 from ..reduce import reduce_card
 from ..request import Prediction, predict
 from ..units import QuantityError, parse_tokens
 from ..workload import make_workload
-from ..errors import RooflineError
 from .common import CardsOpt, JsonOpt, store
 from .output import Column, emit, table
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import numpy as np
 import typer
 
 from ..errors import RooflineError
+from ..grid import sweep_arrays
 from ..memory import Deployment, max_concurrency
 from ..parallel import check_parallel
 from ..request import predict
-from ..grid import sweep_arrays
 from ..workload import make_workload
 from .common import CardsOpt, JsonOpt, store
 from .output import Column, emit, table
