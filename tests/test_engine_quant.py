@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 import engine.quant as Q  # noqa: E402
+import engine.quant_formats as QF  # noqa: E402
 from engine.quant import (  # noqa: E402
     Int4Weight,
     Int8Weight,
@@ -365,7 +366,7 @@ def test_cpu_int4_layout_decoders(layout, monkeypatch):
     assert torch.equal(Q._decode_cpu_int4_t(flat, n, k, 0, n, bn, lanes).T.to(torch.int32), codes)
     assert torch.equal(Q._decode_cpu_int4_t(flat, n, k, 64, n, bn, lanes).T.to(torch.int32), codes[64:])
     # the fallback's own decode, chunked, on that layout
-    monkeypatch.setattr(Q, "_cpu_int4_layout", layout)
+    monkeypatch.setattr(QF, "_cpu_int4_layout", layout)  # the detected layout lives with the formats
     monkeypatch.setattr(Q, "FALLBACK_CHUNK_ELEMS", 64 * k)
     ql.qweight = packed
     ql.int4_layout = "cpu_packed"
