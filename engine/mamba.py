@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import StepMeta
+from .modules import Linear
 
 
 class MambaState:
@@ -68,14 +69,14 @@ class Mamba2(nn.Module):
         self.heads, self.head_dim, self.n, self.groups = cfg.num_heads, cfg.head_dim, cfg.state_size, cfg.n_groups
         self.d_inner, self.kernel, self.chunk = cfg.d_inner, cfg.conv_kernel, cfg.chunk_size
         self.conv_dim = self.d_inner + 2 * self.groups * self.n
-        self.in_proj = nn.Linear(hidden, 2 * self.d_inner + 2 * self.groups * self.n + self.heads, bias=False)
+        self.in_proj = Linear(hidden, 2 * self.d_inner + 2 * self.groups * self.n + self.heads, bias=False)
         self.conv_weight = nn.Parameter(torch.empty(self.conv_dim, self.kernel))
         self.conv_bias = nn.Parameter(torch.zeros(self.conv_dim))
         self.dt_bias = nn.Parameter(torch.zeros(self.heads))
         self.a_log = nn.Parameter(torch.zeros(self.heads))
         self.d = nn.Parameter(torch.ones(self.heads))
         self.norm_weight = nn.Parameter(torch.ones(self.d_inner))
-        self.out_proj = nn.Linear(self.d_inner, hidden, bias=False)
+        self.out_proj = Linear(self.d_inner, hidden, bias=False)
         self.eps = eps
 
     def make_state(self, slots: int, device, dtype: torch.dtype) -> MambaState:

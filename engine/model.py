@@ -16,7 +16,7 @@ from roofline.modelcard import ModelCard
 
 from .attention import StepMeta
 from .mamba import Mamba2
-from .modules import MLP, Attention, MoE, RMSNorm
+from .modules import MLP, Attention, Linear, MoE, RMSNorm, linear
 from .rope import Rotary
 
 RMS_EPS = 1e-5  # cards do not carry rms_norm_eps; HF parity tests build their configs with the same value
@@ -79,7 +79,7 @@ class Transformer(nn.Module):
         self.embed = nn.Embedding(arch.vocab_size, arch.hidden_size)
         self.blocks = nn.ModuleList(Block(card, lay, rotary) for lay in self.layers_spec)
         self.norm = RMSNorm(arch.hidden_size, RMS_EPS)
-        self.lm_head = None if arch.tie_embeddings else nn.Linear(arch.hidden_size, arch.vocab_size, bias=False)
+        self.lm_head = None if arch.tie_embeddings else Linear(arch.hidden_size, arch.vocab_size, bias=False)
 
     def forward(self, ids: torch.Tensor, meta: StepMeta, caches: list) -> torch.Tensor:
         x = self.embed(ids)
@@ -89,8 +89,8 @@ class Transformer(nn.Module):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         h = self.norm(hidden)
-        weight = self.embed.weight if self.lm_head is None else self.lm_head.weight
-        return (h @ weight.t()).to(torch.promote_types(h.dtype, torch.float32))
+        out = linear(h, self.embed.weight) if self.lm_head is None else self.lm_head(h)
+        return out.to(torch.promote_types(h.dtype, torch.float32))
 
 
 TILE = 1 << 20  # large tensors repeat one seeded random tile: same statistics, ~50x faster to build

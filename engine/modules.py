@@ -9,6 +9,22 @@ from torch import nn
 from .attention import PagedKV, StepMeta, paged_attention
 from .rope import Rotary
 
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x [M, in] @ weight[out, in]^T (+ bias). One row on the CPU goes through a matrix-vector kernel: in bf16 it
+    streams the weight at 25-46 GB/s where the GEMM path reaches 10-29 GB/s (measured, 2-core Sapphire Rapids)."""
+    if x.shape[0] == 1 and x.dim() == 2 and x.device.type == "cpu":
+        y = torch.mv(weight, x[0])[None]
+        return y + bias if bias is not None else y
+    return F.linear(x, weight, bias)
+
+
+class Linear(nn.Linear):
+    """nn.Linear with the one-row fast path (still an nn.Linear, so weight-only quantisation replaces it)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)
+
+
 ACTIVATIONS = {"silu": F.silu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu,
                "relu2": lambda x: F.relu(x).square(), "swiglu_clamped": F.silu}
 
@@ -31,8 +47,8 @@ class MLP(nn.Module):
     def __init__(self, hidden: int, inner: int, activation: str, gated: bool, bias: bool = False):
         super().__init__()
         self.gated, self.act = gated, ACTIVATIONS[activation]
-        self.up = nn.Linear(hidden, inner * (2 if gated else 1), bias=bias)
-        self.down = nn.Linear(inner, hidden, bias=bias)
+        self.up = Linear(hidden, inner * (2 if gated else 1), bias=bias)
+        self.down = Linear(inner, hidden, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.up(x)
@@ -49,13 +65,13 @@ class MoE(nn.Module):
         super().__init__()
         self.k, self.gated, self.act = cfg.experts_per_token, cfg.gated, ACTIVATIONS[activation]
         width, inner, e = cfg.latent_size or hidden, cfg.expert_intermediate_size, cfg.num_experts
-        self.router = nn.Linear(hidden, e, bias=cfg.router_bias)
+        self.router = Linear(hidden, e, bias=cfg.router_bias)
         self.w_up = nn.Parameter(torch.empty(e, inner * (2 if cfg.gated else 1), width))  # [E, out, in]
         self.w_down = nn.Parameter(torch.empty(e, width, inner))
         self.b_up = nn.Parameter(torch.zeros(e, self.w_up.shape[1])) if cfg.expert_bias else None
         self.b_down = nn.Parameter(torch.zeros(e, width)) if cfg.expert_bias else None
-        self.to_latent = nn.Linear(hidden, width, bias=False) if cfg.latent_size else None
-        self.from_latent = nn.Linear(width, hidden, bias=False) if cfg.latent_size else None
+        self.to_latent = Linear(hidden, width, bias=False) if cfg.latent_size else None
+        self.from_latent = Linear(width, hidden, bias=False) if cfg.latent_size else None
         shared = cfg.shared_expert_intermediate_size or cfg.num_shared_experts * inner
         self.shared = MLP(hidden, shared, activation, cfg.gated) if cfg.num_shared_experts else None
 
@@ -81,13 +97,13 @@ class MoE(nn.Module):
         return out + self.shared(x) if self.shared is not None else out
 
     def _expert(self, e: int, x: torch.Tensor) -> torch.Tensor:
-        h = F.linear(x, self.w_up[e], None if self.b_up is None else self.b_up[e])
+        h = linear(x, self.w_up[e], None if self.b_up is None else self.b_up[e])
         if self.gated:
             gate, up = h.chunk(2, dim=-1)
             h = self.act(gate) * up
         else:
             h = self.act(h)
-        return F.linear(h, self.w_down[e], None if self.b_down is None else self.b_down[e])
+        return linear(h, self.w_down[e], None if self.b_down is None else self.b_down[e])
 
 
 class Attention(nn.Module):
@@ -99,8 +115,8 @@ class Attention(nn.Module):
         self.heads, self.kv_heads, self.head_dim, self.window, self.rope = heads, kv_heads, head_dim, window, rope
         self.k_eq_v = k_eq_v
         kv_out = kv_heads * head_dim * (1 if k_eq_v else 2)
-        self.qkv = nn.Linear(hidden, heads * head_dim + kv_out, bias=att.qkv_bias)
-        self.o = nn.Linear(heads * head_dim, hidden, bias=att.o_bias)
+        self.qkv = Linear(hidden, heads * head_dim + kv_out, bias=att.qkv_bias)
+        self.o = Linear(heads * head_dim, hidden, bias=att.o_bias)
         self.q_norm = RMSNorm(head_dim, eps) if att.qk_norm else None
         self.k_norm = RMSNorm(head_dim, eps) if att.qk_norm else None
         self.scale = head_dim ** -0.5
