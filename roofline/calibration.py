@@ -23,7 +23,8 @@ from .reduce import reduce_card
 from .request import timed_step
 from .workload import Workload
 
-CPU_PARAMS = ("memory", "compute", "attention", "kernel_overhead_s", "step_overhead_s")
+CPU_PARAMS = ("memory", "memory_gemv", "compute", "gemm_half_tokens", "gemm_floor", "attention",
+              "kernel_overhead_s", "kernels_per_expert", "step_overhead_s")
 GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens",)
 HELD_OUT_SHARE = 0.3
 
@@ -91,7 +92,8 @@ def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured
                            "peak_flops": "measured by roofline calibrate (best GEMM shape per dtype)"}
         data.setdefault("uncertain", {}).pop("peak_flops", None)
         data["uncertain"].pop("memory.bandwidth", None)
-    values = {k: getattr(eff, k) for k in GPU_PARAMS + ("compute_fp32", "compute_bf16", "compute_int8", "compute_fp4")
+    values = {k: getattr(eff, k) for k in CPU_PARAMS + GPU_PARAMS + ("compute_fp32", "compute_bf16", "compute_int8",
+                                                                      "compute_fp4")
               if getattr(eff, k) is not None}
     data["calibration"] = {
         **meta, "date": dt.date.today().isoformat(), "values": values, "microbench": measured,

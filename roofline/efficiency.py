@@ -16,6 +16,7 @@ from .hardware import HardwareCard
 @dataclass(frozen=True)
 class Efficiency:
     memory: float = 1.0  # achieved / datasheet bandwidth when streaming weights and KV
+    memory_gemv: float | None = None  # the same for one-row (matrix-vector) matmuls; None = `memory`
     compute: float = 1.0  # achieved / dense peak on large GEMMs, any dtype without its own figure below
     compute_fp32: float | None = None
     compute_bf16: float | None = None  # also used for fp16
@@ -24,8 +25,11 @@ class Efficiency:
     compute_fp4: float | None = None
     attention: float = 1.0  # achieved / dense peak in the attention core (flash kernels)
     gemm_min_tokens: float = 1.0  # GEMMs pad M (tokens) up to this tile: small batches waste the rest
+    gemm_half_tokens: float = 0.0  # M at which a GEMM reaches half of `compute` (0: no ramp); CPUs ramp slowly
+    gemm_floor: float = 0.0  # the ramp never drops below this fraction (vector units still run thin GEMMs)
     link: float = 1.0  # achieved / datasheet GPU-link bandwidth in all-reduces
     kernel_overhead_s: float = 0.0  # fixed cost per kernel launch
+    kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)
     step_overhead_s: float = 0.0  # fixed cost per forward step (sampling, scheduling, host sync)
     source: str = "datasheet peaks, no overhead (ceiling)"
 
@@ -52,7 +56,8 @@ DEFAULTS: dict[str, Efficiency] = {
     # 8 rows: llama.cpp Metal 2024 on M1 Max / M2 Ultra / M3 Max (S4, H041-H056)
     "apple": Efficiency(memory=0.81, compute=0.52, attention=0.93, gemm_min_tokens=1, kernel_overhead_s=20.3e-6,
                         step_overhead_s=7.9e-4, source="default for Apple silicon (Metal), fitted to published_train.csv (8 rows)"),
-    "cpu": Efficiency(memory=0.7, compute=0.5, attention=0.3, gemm_min_tokens=1, kernel_overhead_s=2e-6,
+    "cpu": Efficiency(memory=0.7, compute=0.9, attention=0.3, gemm_min_tokens=1, gemm_half_tokens=64, gemm_floor=0.05,
+                      kernel_overhead_s=2e-6, kernels_per_expert=6,
                       step_overhead_s=1e-4, source="default for CPUs (no published rows; run roofline calibrate)"),
 }
 DEFAULTS["accelerator"] = DEFAULTS["gpu"]
@@ -74,7 +79,7 @@ def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[st
             continue
         if key not in _KNOWN:
             raise CardError(hw.name, f"{where}.{key}", f"unknown efficiency field; use one of {', '.join(sorted(_KNOWN))}")
-        fraction = key in ("memory", "attention") or key.startswith("compute")
+        fraction = key in ("memory", "memory_gemv", "attention", "link") or key.startswith("compute")
         if not isinstance(value, (int, float)) or value < 0 or (fraction and not 0 < value <= 1):
             raise CardError(hw.name, f"{where}.{key}", f"{value!r} is not a valid value (fractions in (0, 1], seconds ≥ 0)")
         out[key] = float(value)

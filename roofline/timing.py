@@ -33,19 +33,31 @@ def _peak(hw: HardwareCard, dtype: str) -> float:
     return peaks.get(dtype) or max(peaks.values())
 
 
+def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
+    """Achieved bytes/s of one op: matrix-vector work (one row per weight matrix) streams at `memory_gemv`,
+    everything else at `memory` (CPU GEMV and GEMM kernels reach different fractions of the bus)."""
+    full = hw.memory.bandwidth_bytes_per_s
+    if eff.memory_gemv is None or not op.gemm:
+        return full * eff.memory
+    if op.gemv_share is not None:  # MoE: the share of touched experts that see exactly one token
+        return full * (op.gemv_share * eff.memory_gemv + (1 - op.gemv_share) * eff.memory)
+    return full * np.where(np.asarray(tokens) <= 1.0, eff.memory_gemv, eff.memory)
+
+
 def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
-    """FLOPs / (peak x efficiency); GEMMs with fewer rows than the tile pay for the padded rows. Non-GEMM
-    kernels (attention core, scans, norms) run at the `attention` efficiency."""
+    """FLOPs / (peak x efficiency). GEMMs with M rows pay for rows padded to `gemm_min_tokens` and reach
+    M / (M + gemm_half_tokens) of their large-GEMM efficiency (never below `gemm_floor`). Non-GEMM kernels
+    (attention core, scans, norms) run at the `attention` efficiency."""
     if not op.gemm:
         return op.flops / (_peak(hw, op.dtype) * eff.attention)
-    m = tokens if op.gemm_tokens is None else op.gemm_tokens
-    padding = np.maximum(1.0, eff.gemm_min_tokens / np.maximum(m, 1e-9))
-    return op.flops * padding / (_peak(hw, op.dtype) * eff.compute_for(op.dtype))
+    m = np.maximum(tokens if op.gemm_tokens is None else op.gemm_tokens, 1e-9)
+    padding = np.maximum(1.0, eff.gemm_min_tokens / m)
+    ramp = np.maximum(m / (m + eff.gemm_half_tokens), eff.gemm_floor) if eff.gemm_half_tokens else 1.0
+    return op.flops * padding / (_peak(hw, op.dtype) * eff.compute_for(op.dtype) * ramp)
 
 
 def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num) -> StepTime:
     """Time every op on `hw` at efficiency `eff`; `tokens` is the step's GEMM M dimension (batch x new tokens)."""
-    bw = hw.memory.bandwidth_bytes_per_s * eff.memory
     zero = np.zeros(np.broadcast(tokens, *(o.flops for o in ops), *(o.bytes for o in ops)).shape)
     st = StepTime(zero + eff.step_overhead_s, zero.copy(), zero.copy(), zero + eff.step_overhead_s, zero.copy(),
                   zero.copy())
@@ -53,9 +65,9 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num) -> S
         if op.op_class == "comm":
             _add_link(st, op, hw, eff)
             continue
-        c, m = compute_seconds(op, hw, eff, tokens), op.bytes / bw
+        c, m = compute_seconds(op, hw, eff, tokens), op.bytes / bandwidth(op, hw, eff, tokens)
         limited = np.maximum(c, m) * op.count
-        ovh = op.kernels * op.count * eff.kernel_overhead_s
+        ovh = (op.kernels + eff.kernels_per_expert * op.experts_touched) * op.count * eff.kernel_overhead_s
         st.total_s = st.total_s + limited + ovh
         st.compute_s = st.compute_s + np.where(c > m, limited, 0.0)
         st.memory_s = st.memory_s + np.where(c > m, 0.0, limited)
