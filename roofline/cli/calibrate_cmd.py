@@ -54,8 +54,6 @@ def calibrate_cmd(
     _, bench, device_info, EngineError = engine_modules()
     from rich.progress import Progress
 
-    from engine import microbench
-
     from ..host import host_card
 
     try:
@@ -64,28 +62,17 @@ def calibrate_cmd(
         raise RooflineError(str(err)) from None
     st = store(cards)
     base = st.hardware(hw) if hw else (st.hardware(device_info.name(dev)) if dev == "cuda" else host_card())
-    if dtype is None:
-        dtype = "bf16" if dev == "cuda" or "bf16" in base.peak_flops.as_dict() and base.kind == "cpu" and \
-            base.peak_flops.bf16 > 2 * base.peak_flops.fp32 else "fp32"
+    dtype = dtype or _engine_dtype(dev, base)
     grid = grid or ("quick" if quick else "full")
     if grid not in GRIDS:
         raise RooflineError(f"--grid {grid}: use {', '.join(GRIDS)}")
-    spec = GRIDS[grid]
-    points = _grid(spec)
+    points = _grid(GRIDS[grid])
     with Progress(transient=True) as bar:
         task = bar.add_task("measuring the device", total=5 + len(points) + 20)
-        measured = {"bandwidth": microbench.bandwidth(dev, 1 << 30 if grid == "full" else 1 << 29)}
-        bar.advance(task)
-        measured["gemm"] = microbench.gemm(dev, ("fp32", dtype) if dtype != "fp32" else ("fp32",))
-        bar.advance(task, 2)
-        measured["attention"] = microbench.attention(dev, dtype, (256, 1024, 4096) if grid == "full" else (256, 1024))
-        measured["launch_s"] = microbench.launch_overhead(dev)
-        bar.advance(task, 2)
+        measured = _microbench(dev, dtype, grid, lambda n: bar.advance(task, n))
         bar.update(task, description="running engine shapes")
-        records = bench.run_grid(points, spec["vocab"], dev, dtype, lambda: bar.advance(task), st)
-        peaks = {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()} if dev == "cpu" else None
-        if peaks and "fp32" in peaks:
-            peaks.setdefault("fp16", peaks.get("bf16", peaks["fp32"]))
+        records = bench.run_grid(points, GRIDS[grid]["vocab"], dev, dtype, lambda: bar.advance(task), st)
+        peaks = _measured_peaks(measured) if dev == "cpu" else None
         probe = base if peaks is None else _with_measured(base, measured, peaks)
         bar.update(task, description="fitting")
         eff, summary = fit_records(records, probe, st, on_step=lambda: bar.advance(task, 0.5))
@@ -100,6 +87,33 @@ def calibrate_cmd(
               "datasheet": {"bandwidth_bytes_per_s": base.memory.bandwidth_bytes_per_s, "peak_flops": base.peak_flops.as_dict()},
               "held_out": summary["held_out"], "fit": summary["fit"], "points": summary["held_out_points"]}
     emit(result, as_json, lambda: _render(result))
+
+
+def _engine_dtype(dev: str, base) -> str:
+    """bf16 on CUDA and on CPUs whose bf16 matrix units at least double fp32 (AMX); fp32 otherwise."""
+    peaks = base.peak_flops.as_dict()
+    return "bf16" if dev == "cuda" or peaks.get("bf16", 0) > 2 * peaks.get("fp32", float("inf")) else "fp32"
+
+
+def _microbench(dev: str, dtype: str, grid: str, advance) -> dict:
+    from engine import microbench
+
+    full = grid == "full"
+    measured = {"bandwidth": microbench.bandwidth(dev, 1 << 30 if full else 1 << 29)}
+    advance(1)
+    measured["gemm"] = microbench.gemm(dev, ("fp32", dtype) if dtype != "fp32" else ("fp32",))
+    advance(2)
+    measured["attention"] = microbench.attention(dev, dtype, (256, 1024, 4096) if full else (256, 1024))
+    measured["launch_s"] = microbench.launch_overhead(dev)
+    advance(2)
+    return measured
+
+
+def _measured_peaks(measured: dict) -> dict:
+    """A CPU card's peaks are what it measured: the best GEMM shape per dtype (fp16 as bf16)."""
+    peaks = {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()}
+    peaks.setdefault("fp16", peaks.get("bf16", peaks["fp32"]))
+    return peaks
 
 
 def _with_measured(base, measured: dict, peaks: dict):
