@@ -17,12 +17,12 @@ from .output import Column, emit, table
 # Engine grids: dense (llama), MoE (qwen3-30b-a3b), sliding window + MoE (gpt-oss-20b). One layer of each keeps
 # the shapes exact and the run short; vocab 4096 keeps the lm_head from dominating.
 QUICK = dict(cards=["llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b"], layers=[1], vocab=4096,
-             prefill=[(1, 64), (1, 256), (4, 128)], decode_batches=[1, 4, 16], contexts=[64, 512])
+             prefill=[(1, 64), (1, 256), (4, 128), (8, 256)], decode_batches=[1, 4, 16], contexts=[64, 512])
 # a seconds-long grid for tests and smoke checks: one small dense card
 SMOKE = dict(cards=["qwen2.5-3b"], layers=[1], vocab=512, prefill=[(1, 32), (2, 64)], decode_batches=[1, 4],
              contexts=[16, 128])
 FULL = dict(cards=["llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-20b", "gemma-3-27b"],
-            layers=[1, 2], vocab=8192, prefill=[(1, 64), (1, 256), (1, 512), (4, 128), (8, 128)],
+            layers=[1, 2], vocab=8192, prefill=[(1, 64), (1, 256), (1, 512), (4, 128), (8, 128), (8, 256)],
             decode_batches=[1, 2, 4, 8, 16, 32], contexts=[64, 512, 2048])
 
 

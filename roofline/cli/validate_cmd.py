@@ -18,6 +18,7 @@ from .common import CardsOpt, JsonOpt, store
 from .engine_cmd import engine_modules
 from .output import Column, emit, table
 
+STEP_TOKENS = 2048  # the engine's chunked-prefill budget, as serving engines run (calibrate measures up to 2048)
 METRICS = {"ttft": "ttft_s", "itl": "itl_s", "prefill_tok_s": "prefill_tok_s", "decode_tok_s": "decode_tok_s"}
 # Shapes never used by `calibrate` (other cards, vocab and request sizes): dense with QKV bias, MoE, sliding window
 # with sandwich norms, sliding window on every layer.
@@ -32,10 +33,10 @@ def engine_points(hw, st, device: str, dtype: str, spec: dict, advance) -> list[
     for name in spec["cards"]:
         card = reduce_card(st.model(name), spec["layers"], spec["vocab"])
         eng = engine.LLMEngine(card, dtype=dtype, device=device, max_num_seqs=max(spec["batches"]),
-                        max_step_tokens=max(spec["batches"]) * max(spec["prompts"]), max_kv_bytes=2e9)
-        bench.measure_request(eng, 16, 2, 1)  # warm-up
+                               max_step_tokens=STEP_TOKENS, max_kv_bytes=2e9)
         for batch in spec["batches"]:
             for prompt in spec["prompts"]:
+                bench.measure_request(eng, prompt, spec["output"], batch, seed=1)  # warm: kernels for these shapes
                 got = bench.measure_request(eng, prompt, spec["output"], batch, seed=batch * 1000 + prompt)
                 wl = make_workload(prompt_tokens=prompt, output_tokens=spec["output"], batch=batch,
                                    quant=engine_quant(dtype), kv_quant=dtype)
