@@ -40,7 +40,7 @@ def make_engine(card, reduction: dict, seed: int = 5) -> LLMEngine:
     with torch.no_grad():  # the engine initialises norms to 1 and biases small; make both visible to the comparison
         gen = torch.Generator().manual_seed(seed + 1)
         for name, p in eng.model.named_parameters():
-            if name.endswith("norm_mixer.weight") or name.endswith("norm_ffn.weight") or name == "norm.weight":
+            if name.endswith(("norm_mixer.weight", "norm_ffn.weight")) or name == "norm.weight":
                 p.copy_(1 + 0.1 * torch.randn(p.shape, generator=gen))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
@@ -73,7 +73,7 @@ def pair(request):
 
 
 def test_logits_match_transformers(pair):
-    eng, hf, family = pair
+    eng, hf, _ = pair
     ids = tokens(eng.card.architecture.vocab_size, SEQ, 11)
     ours = engine_logits(eng, ids)
     with torch.inference_mode():
