@@ -3,6 +3,7 @@ square), attention at several context lengths, and the fixed cost of one kernel 
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Callable
@@ -76,3 +77,32 @@ def launch_overhead(device: str) -> float:
     """Seconds for one tiny kernel (the fixed cost of a launch / an op dispatch)."""
     x = torch.ones(8, device=device)
     return timeit(lambda: x.add_(1.0), device, repeats=5, min_seconds=0.02)
+
+
+class Contention:
+    """CPU time other processes used while this one ran (from /proc/stat minus our own rusage): benchmarks on a
+    shared machine are only meaningful when this stays near zero."""
+
+    def __init__(self):
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float]:
+        import resource
+
+        with open("/proc/stat") as f:
+            fields = [float(x) for x in f.readline().split()[1:]]
+        ticks = os.sysconf("SC_CLK_TCK")
+        busy = (sum(fields) - fields[3] - fields[4]) / ticks  # all but idle and iowait
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        return busy, own.ru_utime + own.ru_stime, time.perf_counter()
+
+    def share(self) -> float:
+        busy, own, wall = (b - a for a, b in zip(self.start, self._sample()))
+        return max(busy - own, 0.0) / (wall * (os.cpu_count() or 1))
+
+    def report(self) -> str:
+        busy, own, wall = (b - a for a, b in zip(self.start, self._sample()))
+        other = max(busy - own, 0.0)
+        share = other / (wall * (os.cpu_count() or 1))
+        return f"other processes used {other:.1f} CPU-s in {wall:.0f} s ({share:.0%} of the machine)"
