@@ -43,7 +43,7 @@ def suggestions(card, hw, wl, ctx: int, n: int, dep: Deployment, budget: Budget)
             out.append(f"--quant {fmt}: weights {_gb(b.weights_bytes)}, {_gb(b.headroom_bytes)} to spare")
             break
     for kv in SMALLER_KV:
-        if weight_format_bits(kv) < weight_format_bits(wl.kv_quant):
+        if kv_format(kv).bits_per_value < kv_format(wl.kv_quant).bits_per_value:
             b = memory_budget(card, hw, wl.quant, kv, ctx, n, dep)
             if b.fits:
                 out.append(f"--kv-quant {kv}: KV {_gb(float(b.kv_bytes))}, {_gb(b.headroom_bytes)} to spare")
@@ -58,12 +58,6 @@ def suggestions(card, hw, wl, ctx: int, n: int, dep: Deployment, budget: Budget)
     if more is not None and more.gpus > dep.gpus:
         out.append(f"--gpus {more.tp}" + (f" --pp {more.pp}" if more.pp > 1 else "") + f": {more.gpus} × {hw.name}")
     return out
-
-
-def weight_format_bits(kv: str) -> float:
-    from ..formats import kv_format
-
-    return kv_format(kv).bits_per_value
 
 
 def fits_cmd(
