@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import RooflineError
+from ..formats import kv_format
 from ..memory import (
     BLOCK_TOKENS,
     MAX_STEP_TOKENS,
