@@ -113,7 +113,13 @@ def main() -> None:
           f"{type(hf).__name__} (transformers, sdpa attention); torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads; built in {t:.0f} s + {t_hf:.0f} s")
 
-    # --- (a) batch-1 decode ------------------------------------------------------------------------------------
+    decode_vs_hf(eng, hf, args, rng)
+    if not args.skip_batch:
+        mixed_vs_hf(eng, hf, args, rng, prompts, prompt_lens, out_lens)
+
+
+def decode_vs_hf(eng, hf, args, rng) -> None:
+    """(a) batch-1 decode tok/s: engine vs transformers generate, interleaved runs."""
     p = [rng.randrange(args.vocab) for _ in range(args.prompt)]  # shares no prefix with the workload's prompts
     n = args.new
     engine_out = engine_generate(eng, [p], n)[0]  # warm-up (and the tokens to compare)
@@ -134,10 +140,10 @@ def main() -> None:
     print(f"    ratio {e_tps / h_tps:.2f}x (target >= {DECODE_TARGET:.1f}x): "
           f"{'PASS' if e_tps >= DECODE_TARGET * h_tps else 'MISS'}")
     print(f"    [{load.report()}; {DISCARDED[0]} disturbed runs discarded and repeated]")
-    if args.skip_batch:
-        return
 
-    # --- (b) mixed workload -------------------------------------------------------------------------------------
+
+def mixed_vs_hf(eng, hf, args, rng, prompts, prompt_lens, out_lens) -> None:
+    """(b) a mixed workload: continuous batching vs transformers' padded static batch."""
     useful_out, useful_in = sum(out_lens), sum(prompt_lens)
     warm = [[rng.randrange(args.vocab) for _ in range(n)] for n in (40, 70)]
     engine_generate(eng, warm, [3, 5])  # warm-up: mixed prefill/decode steps
