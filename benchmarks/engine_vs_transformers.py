@@ -96,6 +96,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--skip-batch", action="store_true", help="only the batch-1 decode measurement")
+    ap.add_argument("--max-step-tokens", type=int, default=None,
+                    help="the engine's token budget per step (default: the engine's own, 512)")
     args = ap.parse_args()
 
     rng = random.Random(args.seed)
@@ -105,13 +107,15 @@ def main() -> None:
     blocks = -(-(max(prompt_lens) + max(out_lens)) // 16) * args.requests + 64
 
     t, eng = timed(lambda: LLMEngine(args.model, layers=args.layers, vocab=args.vocab, dtype=args.dtype,
-                                     num_blocks=blocks, block_size=16))
+                                     num_blocks=blocks, block_size=16,
+                                     **({"max_step_tokens": args.max_step_tokens} if args.max_step_tokens else {})))
     weights = sum(p.numel() * p.element_size() for p in eng.model.parameters())
     t_hf, hf = timed(lambda: load_into_hf(eng.model, eng.card, "llama" if not eng.card.is_moe else "mixtral",
                                           share=True))
     print(f"{eng.card.name} {args.dtype}: {weights / 1e9:.2f} GB of weights, shared by the engine and "
           f"{type(hf).__name__} (transformers, sdpa attention); torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads; built in {t:.0f} s + {t_hf:.0f} s")
+          f"{torch.get_num_threads()} threads; engine steps of <= {eng.cfg.max_step_tokens} tokens; "
+          f"built in {t:.0f} s + {t_hf:.0f} s")
 
     decode_vs_hf(eng, hf, args, rng)
     if not args.skip_batch:
