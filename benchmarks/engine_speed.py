@@ -18,7 +18,6 @@ import argparse
 import gc
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -26,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from engine.engine import DTYPES, LLMEngine  # noqa: E402
-from engine.microbench import Contention  # noqa: E402
+from engine.microbench import Contention, undisturbed  # noqa: E402
 
 DECODE_TARGET, PREFILL_TARGET = 0.85, 0.70
 DISCARDED = [0]  # runs thrown away because other processes used the CPU meanwhile
@@ -41,20 +40,10 @@ def report(load: Contention) -> str:
 
 
 def best(fn, repeats: int, tries: int | None = None) -> float:
-    """Fastest of `repeats` runs during which other processes used < 5 % of the machine; a disturbed run is
-    discarded and retried after a pause (at most `tries` runs in all; then the fastest of every run)."""
-    clean, dirty = [], []
-    for _ in range(tries or 3 * repeats):
-        load, t = Contention(), time.perf_counter()
-        fn()
-        seconds, disturbed = time.perf_counter() - t, load.share() >= 0.05
-        (dirty if disturbed else clean).append(seconds)
-        if len(clean) >= repeats:
-            break
-        if disturbed:
-            DISCARDED[0] += 1
-            time.sleep(5)
-    return min(clean or dirty)
+    """Fastest of `repeats` undisturbed runs (engine.microbench.undisturbed), counting the discarded ones."""
+    seconds, _, discarded = undisturbed(fn, repeats, tries or 3 * repeats, pause_s=5.0)
+    DISCARDED[0] += discarded
+    return seconds
 
 
 def read_bandwidth(gbytes: float, repeats: int) -> float:

@@ -26,7 +26,7 @@ import torch  # noqa: E402
 
 from engine.engine import LLMEngine  # noqa: E402
 from engine.hf_export import load_into_hf  # noqa: E402
-from engine.microbench import Contention  # noqa: E402
+from engine.microbench import Contention, undisturbed  # noqa: E402
 
 DECODE_TARGET, BATCH_TARGET = 1.0, 1.5
 
@@ -57,20 +57,10 @@ DISCARDED = [0]  # runs thrown away because other processes used the CPU meanwhi
 
 
 def clean_time(fn, want: int = 1, tries: int = 6) -> tuple[float, object]:
-    """(seconds, result) of the fastest of `want` runs during which other processes used < 5 % of the machine; a
-    run they disturbed is discarded and retried after a pause, `tries` runs at most (then the fastest of all)."""
-    clean, dirty = [], []
-    for _ in range(tries):
-        load, t = Contention(), time.perf_counter()
-        result = fn()
-        run, disturbed = (time.perf_counter() - t, result), load.share() >= 0.05
-        (dirty if disturbed else clean).append(run)
-        if len(clean) >= want:
-            break
-        if disturbed:
-            DISCARDED[0] += 1
-            time.sleep(10)
-    return min(clean or dirty, key=lambda r: r[0])
+    """(seconds, result) of the fastest of `want` undisturbed runs (engine.microbench.undisturbed)."""
+    seconds, result, discarded = undisturbed(fn, want, tries, pause_s=10.0)
+    DISCARDED[0] += discarded
+    return seconds, result
 
 
 def forget_prefixes(eng: LLMEngine) -> None:

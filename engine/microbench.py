@@ -106,3 +106,20 @@ class Contention:
         other = max(busy - own, 0.0)
         share = other / (wall * (os.cpu_count() or 1))
         return f"other processes used {other:.1f} CPU-s in {wall:.0f} s ({share:.0%} of the machine)"
+
+
+def undisturbed(fn, want: int = 1, tries: int = 6, pause_s: float = 5.0) -> tuple[float, object, int]:
+    """(seconds, result, discarded) of the fastest of `want` runs during which other processes used < 5% of the
+    machine; a disturbed run is discarded and retried after a pause, `tries` runs at most (then the fastest)."""
+    clean, dirty = [], []
+    for _ in range(tries):
+        load, t = Contention(), time.perf_counter()
+        result = fn()
+        run, disturbed = (time.perf_counter() - t, result), load.share() >= 0.05
+        (dirty if disturbed else clean).append(run)
+        if len(clean) >= want:
+            break
+        if disturbed:
+            time.sleep(pause_s)
+    seconds, result = min(clean or dirty, key=lambda r: r[0])
+    return seconds, result, len(dirty)
