@@ -158,3 +158,32 @@ def test_block_manager_never_leaks_or_double_frees(ops):
         assert refs == bm.ref_count
         assert sorted(bm.free) == [b for b in range(24) if refs[b] == 0]
         assert len(set(bm.free)) == len(bm.free)
+
+
+@pytest.mark.parametrize("rows", [1, 5, 8, 32, 33, 100, 257])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_linear_fast_paths_match_the_reference(rows, dtype):
+    """The one-row, transposed (8-32 rows) and row-padded (bf16, >32 rows) paths give F.linear's product."""
+    from engine.modules import linear
+
+    g = torch.Generator().manual_seed(rows)
+    x, w, b = (torch.randn(*s, generator=g) for s in ((rows, 96), (80, 96), (80,)))
+    got = linear(x.to(dtype), w.to(dtype), b.to(dtype)).float()
+    want = torch.nn.functional.linear(x.to(dtype).double(), w.to(dtype).double(), b.to(dtype).double())
+    assert got.shape == (rows, 80)
+    torch.testing.assert_close(got.double(), want, rtol=2e-2 if dtype == torch.bfloat16 else 1e-5, atol=5e-2)
+
+
+@given(st.integers(1, 1 << 16))
+def test_gemm_rows_pads_by_at_most_a_sixteenth_over_256_rows(m):
+    from engine.modules import gemm_rows
+
+    padded = gemm_rows(m)
+    assert m <= padded <= max(m * 17 / 16, m + 15)
+    assert padded % 16 == 0 and gemm_rows(padded) == padded
+
+
+def test_gemm_rows_reuses_few_shapes():
+    from engine.modules import gemm_rows
+
+    assert len({gemm_rows(m) for m in range(33, 4097)}) <= 100

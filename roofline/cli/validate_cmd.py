@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -23,7 +24,7 @@ METRICS = {"ttft": "ttft_s", "itl": "itl_s", "prefill_tok_s": "prefill_tok_s", "
 # Shapes never used by `calibrate` (other cards, vocab and request sizes): dense with QKV bias, MoE, sliding window
 # with sandwich norms, sliding window on every layer.
 FRESH = dict(cards=["qwen2.5-7b", "mixtral-8x7b", "gemma-3-27b", "mistral-7b"], layers=1, vocab=3000,
-             batches=[1, 4, 16, 32], prompts=[48, 160], output=8)
+             batches=[1, 4, 16, 32], prompts=[48, 160], output=8, repeats=3)
 
 
 def engine_points(hw, st, device: str, dtype: str, spec: dict, advance) -> list[dict]:
@@ -36,8 +37,7 @@ def engine_points(hw, st, device: str, dtype: str, spec: dict, advance) -> list[
                                max_step_tokens=STEP_TOKENS, max_kv_bytes=2e9)
         for batch in spec["batches"]:
             for prompt in spec["prompts"]:
-                bench.measure_request(eng, prompt, spec["output"], batch, seed=1)  # warm: kernels for these shapes
-                got = bench.measure_request(eng, prompt, spec["output"], batch, seed=batch * 1000 + prompt)
+                got = _median_request(bench, eng, prompt, spec["output"], batch, spec["repeats"])
                 wl = make_workload(prompt_tokens=prompt, output_tokens=spec["output"], batch=batch,
                                    quant=engine_quant(dtype), kv_quant=dtype)
                 p = predict(card, hw, wl)
@@ -47,6 +47,15 @@ def engine_points(hw, st, device: str, dtype: str, spec: dict, advance) -> list[
                 advance()
         del eng
     return points
+
+
+def _median_request(bench, eng, prompt: int, output: int, batch: int, repeats: int) -> dict:
+    """Median per metric over `repeats` served runs after one warm-up run (kernels for these shapes). Every run has
+    its own random prompts, so none is served from the prefix cache."""
+    seed = (batch * 1000 + prompt) * 100
+    bench.measure_request(eng, prompt, output, batch, seed=seed)
+    runs = [bench.measure_request(eng, prompt, output, batch, seed=seed + r + 1) for r in range(repeats)]
+    return {k: statistics.median(run[k] for run in runs) for k in runs[0]}
 
 
 def _scatter(points: list[dict], path: Path, title: str) -> None:
