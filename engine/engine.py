@@ -19,6 +19,7 @@ from roofline.params import weight_bytes
 from roofline.reduce import reduce_card
 
 from .block_manager import BlockManager
+from .device import keep_freed_memory
 from .model import EngineError, Transformer, init_weights
 from .runner import make_caches, run_step, sample
 from .scheduler import Scheduler
@@ -76,6 +77,8 @@ class LLMEngine:
         self.card = reduce_card(card, layers, vocab)
         if self.cfg.threads:
             torch.set_num_threads(self.cfg.threads)
+        if self.cfg.device == "cpu":
+            keep_freed_memory()
         self.device = torch.device(self.cfg.device)
         num_blocks = self._guard_memory()
         self.model = self._build()

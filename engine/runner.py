@@ -48,13 +48,11 @@ def step_meta(work: list[Scheduled], block_size: int, device) -> tuple[torch.Ten
 
 def sample(logits: torch.Tensor, temperatures: list[float], generators: list[torch.Generator | None]) -> list[int]:
     """Greedy where temperature is 0, else a draw from softmax(logits / T)."""
-    out = []
-    for row, t, gen in zip(logits, temperatures, generators):
-        if t <= 0:
-            out.append(int(row.argmax()))
-        else:
+    out = logits.argmax(dim=-1).tolist()  # one call for every row; sampled rows are replaced below
+    for i, (row, t, gen) in enumerate(zip(logits, temperatures, generators)):
+        if t > 0:
             probs = torch.softmax(row.float() / t, dim=-1)
-            out.append(int(torch.multinomial(probs.cpu(), 1, generator=gen)))
+            out[i] = int(torch.multinomial(probs.cpu(), 1, generator=gen))
     return out
 
 
