@@ -23,7 +23,7 @@ from .reduce import reduce_card
 from .request import timed_step
 from .workload import Workload
 
-CPU_PARAMS = ("memory", "memory_gemv", "compute", "gemm_half_tokens", "gemm_floor", "attention",
+CPU_PARAMS = ("memory", "memory_gemv", "memory_kv", "compute", "gemm_half_tokens", "gemm_floor", "attention",
               "kernel_overhead_s", "kernels_per_expert", "step_overhead_s")
 GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens",)
 HELD_OUT_SHARE = 0.3

@@ -17,6 +17,7 @@ from .hardware import HardwareCard
 class Efficiency:
     memory: float = 1.0  # achieved / datasheet bandwidth when streaming weights and KV
     memory_gemv: float | None = None  # the same for one-row (matrix-vector) matmuls; None = `memory`
+    memory_kv: float | None = None  # the same for the KV cache read by the attention core (paged); None = `memory`
     compute: float = 1.0  # achieved / dense peak on large GEMMs, any dtype without its own figure below
     compute_fp32: float | None = None
     compute_bf16: float | None = None  # also used for fp16
@@ -69,6 +70,8 @@ def default_key(hw: HardwareCard) -> str:
 
 
 _KNOWN = {f.name for f in fields(Efficiency)} - {"source"}
+FRACTIONS = ("memory", "memory_gemv", "memory_kv", "gemm_floor", "compute", "compute_fp32", "compute_bf16",
+             "compute_fp8", "compute_int8", "compute_fp4", "attention", "link")  # fields in (0, 1]
 
 
 def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[str, float]:
@@ -79,7 +82,7 @@ def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[st
             continue
         if key not in _KNOWN:
             raise CardError(hw.name, f"{where}.{key}", f"unknown efficiency field; use one of {', '.join(sorted(_KNOWN))}")
-        fraction = key in ("memory", "memory_gemv", "attention", "link") or key.startswith("compute")
+        fraction = key in FRACTIONS
         if not isinstance(value, (int, float)) or value < 0 or (fraction and not 0 < value <= 1):
             raise CardError(hw.name, f"{where}.{key}", f"{value!r} is not a valid value (fractions in (0, 1], seconds ≥ 0)")
         out[key] = float(value)

@@ -10,9 +10,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from .efficiency import Efficiency
+from .efficiency import FRACTIONS, Efficiency
 
-FRACTIONS = ("memory", "memory_gemv", "gemm_floor", "compute", "compute_int8", "compute_fp4", "compute_fp32", "compute_bf16", "attention", "link")
 STEPS = (2.0, 1.4, 1.18, 1.07, 1.02, 1.005)  # pattern search: multiplicative steps, coarse to fine
 
 
@@ -37,7 +36,7 @@ def fit_efficiency(predict: Callable[[Efficiency], Sequence[float]], measured: S
             for name in params:
                 current = getattr(best, name)
                 if current is None:  # an unset per-kind refinement starts from its general value
-                    current = best.memory if name == "memory_gemv" else best.compute if name.startswith("compute") \
+                    current = best.memory if name.startswith("memory") else best.compute if name.startswith("compute") \
                         else 1e-6
                 current = current or (1e-6 if name.endswith("_s") else 1.0)
                 for value in (current * step, current / step):

@@ -34,9 +34,12 @@ def _peak(hw: HardwareCard, dtype: str) -> float:
 
 
 def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
-    """Achieved bytes/s of one op: matrix-vector work (one row per weight matrix) streams at `memory_gemv`,
-    everything else at `memory` (CPU GEMV and GEMM kernels reach different fractions of the bus)."""
+    """Achieved bytes/s of one op: matrix-vector work (one row per weight matrix) streams at `memory_gemv`, the
+    attention core's KV reads at `memory_kv`, everything else at `memory` (each kernel kind reaches its own
+    fraction of the bus)."""
     full = hw.memory.bandwidth_bytes_per_s
+    if op.op_class == "attention" and not op.gemm and eff.memory_kv is not None:
+        return full * eff.memory_kv
     if eff.memory_gemv is None or not op.gemm:
         return full * eff.memory
     if op.gemv_share is not None:  # MoE: the share of touched experts that see exactly one token

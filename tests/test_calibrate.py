@@ -91,3 +91,20 @@ def test_interrupted_calibration_leaves_previous_card(tmp_path):
     proc.wait()
     assert yaml.safe_load(previous.read_text()) == {"name": "host-cpu", "marker": "previous"}
     assert [p.name for p in (home / "hardware").iterdir()] == ["host-cpu.yaml"]
+
+
+def test_kv_reads_run_at_their_own_bandwidth_fraction():
+    """memory_kv scales exactly the attention core of a KV-bound decode step; the weight streams keep `memory`."""
+    from roofline.calibration import engine_quant
+    from roofline.ops import Step
+    from roofline.reduce import reduce_card
+    from roofline.request import timed_step
+    from roofline.workload import Workload
+
+    hw, card = STORE.hardware("h100-sxm"), reduce_card(STORE.model("llama-3.1-8b"), 1, 4096)
+    wl = Workload(prompt_tokens=1, quant=engine_quant("bf16"), kv_quant="bf16")
+    base = replace(expected_efficiency(hw), kernel_overhead_s=0.0)
+    plain = timed_step(card, hw, Step("decode", 1, 32, 8192), wl, base)
+    slow = timed_step(card, hw, Step("decode", 1, 32, 8192), wl, replace(base, memory_kv=base.memory / 4))
+    assert float(slow.by_op["attention"]) == pytest.approx(4 * float(plain.by_op["attention"]), rel=1e-6)
+    assert float(slow.by_op["ffn"]) == pytest.approx(float(plain.by_op["ffn"]), rel=1e-9)

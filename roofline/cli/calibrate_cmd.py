@@ -17,7 +17,7 @@ from .output import Column, emit, table
 # Engine grids: dense (llama), MoE (qwen3-30b-a3b), sliding window + MoE (gpt-oss-20b). One layer of each keeps
 # the shapes exact and the run short; vocab 4096 keeps the lm_head from dominating.
 QUICK = dict(cards=["llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b"], layers=[1], vocab=4096,
-             prefill=[(1, 64), (1, 256), (4, 128), (8, 256)], decode_batches=[1, 4, 16], contexts=[64, 512])
+             prefill=[(1, 64), (1, 256), (4, 128), (8, 256)], decode_batches=[1, 4, 16, 32], contexts=[64, 512])
 # a seconds-long grid for tests and smoke checks: one small dense card
 SMOKE = dict(cards=["qwen2.5-3b"], layers=[1], vocab=512, prefill=[(1, 32), (2, 64)], decode_batches=[1, 4],
              contexts=[16, 128])
