@@ -30,6 +30,7 @@ KV_FORMAT = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp64": "fp32", "in
 # what the process needs beyond weights and KV: torch's allocator, activations of one step, Python (measured
 # ~0.3-0.6 GB for a CPU process running 8B shapes); the guard keeps this much free
 HEADROOM_BYTES = 1.0e9
+BLOCKS_WITHOUT_KV = 65536
 
 
 @dataclass
@@ -122,7 +123,9 @@ class LLMEngine:
             raise EngineError(f"{self.card.name} needs {weights / 1e9:,.1f} GB of weights but {self.cfg.device} has "
                               f"{free / 1e9:,.1f} GB free; run fewer layers (--layers N), a smaller --vocab, "
                               f"--dtype bf16 or --weights int8/int4")
-        return int(min(room, self.cfg.max_kv_bytes) // max(per_block, 1))
+        if per_block == 0:  # no attention layer keeps KV: blocks only count positions (65,536 x 16 = 1M tokens)
+            return BLOCKS_WITHOUT_KV
+        return int(min(room, self.cfg.max_kv_bytes) // per_block)
 
     # --- requests ---------------------------------------------------------------------------------------------
 

@@ -187,3 +187,13 @@ def test_gemm_rows_reuses_few_shapes():
     from engine.modules import gemm_rows
 
     assert len({gemm_rows(m) for m in range(33, 4097)}) <= 100
+
+
+def test_a_card_cut_to_layers_without_attention_still_serves():
+    """nemotron-3-nano's first layer is a Mamba-2 mixer: no KV at all, so the pool is a fixed count of blocks."""
+    from engine.engine import BLOCKS_WITHOUT_KV
+
+    eng = LLMEngine("nemotron-3-nano", layers=1, vocab=64, dtype="fp32")
+    assert not any(lay.is_attention for lay in eng.model.layers_spec)
+    assert len(eng.blocks.ref_count) == BLOCKS_WITHOUT_KV
+    assert [len(out) for out in eng.generate([[1, 2, 3], [4, 5]], max_tokens=3)] == [3, 3]

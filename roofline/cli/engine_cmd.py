@@ -55,8 +55,9 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
         device = dev.resolve(device)
         eng = engine.LLMEngine(card, dtype=dtype, device=device, max_num_seqs=batch, max_step_tokens=batch * p,
                                max_kv_bytes=4e9, weight_format=weights)
-        bench.measure_request(eng, min(p, 16), 2, 1)  # warm-up: allocator, kernels, rope tables
-        measured = bench.measure_request(eng, p, o, batch)
+        # warm-up at the measured shapes (other prompts, so no prefix-cache hits): allocator, kernels per shape
+        bench.measure_request(eng, p, min(o, 2), batch, seed=1)
+        measured = bench.measure_request(eng, p, o, batch, seed=0)
     except EngineError as err:
         raise RooflineError(str(err)) from None
     hwc = st.hardware(hw or ("host" if device == "cpu" else dev.name(device)))
