@@ -10,13 +10,14 @@ import datetime as dt
 import hashlib
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
 
 from .cards import CardStore
 from .efficiency import Efficiency, expected_efficiency
-from .fit import error_summary, fit_efficiency
+from .fit import error_summary, fit_efficiency, fit_loss
 from .hardware import HardwareCard
 from .ops import Step
 from .reduce import reduce_card
@@ -25,6 +26,8 @@ from .workload import Workload
 
 CPU_PARAMS = ("memory", "memory_gemv", "memory_kv", "compute", "gemm_half_tokens", "gemm_floor", "attention",
               "kernel_overhead_s", "kernels_per_expert", "step_overhead_s")
+# a row threshold, so tried on a grid (one pattern search per value) rather than stepped by the pattern search
+GEMV_MAX_TOKENS = (1, 4, 8, 16, 32)
 GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens",)
 HELD_OUT_SHARE = 0.3
 
@@ -68,7 +71,10 @@ def fit_records(records: list[dict], hw: HardwareCard, store: CardStore, on_step
         return lambda eff: [predict_step(r, hw, eff, store, cache) for r in rows]
 
     params = CPU_PARAMS if hw.kind == "cpu" else GPU_PARAMS
-    eff = fit_efficiency(predict(fit), [r["seconds"] for r in fit], expected_efficiency(hw), params, on_step=on_step)
+    measured = [r["seconds"] for r in fit]
+    fits = [fit_efficiency(predict(fit), measured, replace(expected_efficiency(hw), gemv_max_tokens=rows), params,
+                           on_step=on_step) for rows in GEMV_MAX_TOKENS]
+    eff = min(fits, key=lambda e: fit_loss(predict(fit), measured, e))
     summary = {}
     for label, rows in (("fit", fit), ("held_out", held)):
         preds = predict(rows)(eff)
@@ -92,9 +98,8 @@ def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured
                            "peak_flops": "measured by roofline calibrate (best GEMM shape per dtype)"}
         data.setdefault("uncertain", {}).pop("peak_flops", None)
         data["uncertain"].pop("memory.bandwidth", None)
-    values = {k: getattr(eff, k) for k in CPU_PARAMS + GPU_PARAMS + ("compute_fp32", "compute_bf16", "compute_int8",
-                                                                      "compute_fp4")
-              if getattr(eff, k) is not None}
+    names = CPU_PARAMS + GPU_PARAMS + ("gemv_max_tokens", "compute_fp32", "compute_bf16", "compute_int8", "compute_fp4")
+    values = {k: getattr(eff, k) for k in dict.fromkeys(names) if getattr(eff, k) is not None}
     data["calibration"] = {
         **meta, "date": dt.date.today().isoformat(), "values": values, "microbench": measured,
         "residuals": {k: v for k, v in summary.items() if not k.endswith("_points")},

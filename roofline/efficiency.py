@@ -28,6 +28,8 @@ class Efficiency:
     gemm_min_tokens: float = 1.0  # GEMMs pad M (tokens) up to this tile: small batches waste the rest
     gemm_half_tokens: float = 0.0  # M at which a GEMM reaches half of `compute` (0: no ramp); CPUs ramp slowly
     gemm_floor: float = 0.0  # the ramp never drops below this fraction (vector units still run thin GEMMs)
+    gemv_max_tokens: float = 1.0  # GEMMs of at most this many rows run as (batched) matrix-vector kernels: they
+    # stream the weight at `memory_gemv` with no ramp (llama.cpp's MMVQ takes up to 8 rows, the engine's CPU path 32)
     link: float = 1.0  # achieved / datasheet GPU-link bandwidth in all-reduces
     kernel_overhead_s: float = 0.0  # fixed cost per kernel launch
     kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)

@@ -20,6 +20,11 @@ def log_errors(predict: Callable[[Efficiency], Sequence[float]], measured: Seque
     return np.log(np.maximum(pred, 1e-30) / np.asarray(measured, dtype=float))
 
 
+def fit_loss(predict: Callable[[Efficiency], Sequence[float]], measured: Sequence[float], eff: Efficiency) -> float:
+    """What the fit minimises: the mean |log(predicted / measured)|."""
+    return float(np.mean(np.abs(log_errors(predict, measured, eff))))
+
+
 def fit_efficiency(predict: Callable[[Efficiency], Sequence[float]], measured: Sequence[float], start: Efficiency,
                    params: Iterable[str], max_sweeps: int = 6, on_step: Callable[[], None] | None = None) -> Efficiency:
     """Pattern search over `params`: try each value x step and / step, keep improvements, shrink the step when a
@@ -27,7 +32,7 @@ def fit_efficiency(predict: Callable[[Efficiency], Sequence[float]], measured: S
     params = list(params)
 
     def loss(eff: Efficiency) -> float:
-        return float(np.mean(np.abs(log_errors(predict, measured, eff))))
+        return fit_loss(predict, measured, eff)
 
     best, best_loss = start, loss(start)
     for step in STEPS:

@@ -34,7 +34,7 @@ def _peak(hw: HardwareCard, dtype: str) -> float:
 
 
 def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
-    """Achieved bytes/s of one op: matrix-vector work (one row per weight matrix) streams at `memory_gemv`, the
+    """Achieved bytes/s of one op: matrix-vector work (up to `gemv_max_tokens` rows) streams at `memory_gemv`, the
     attention core's KV reads at `memory_kv`, everything else at `memory` (each kernel kind reaches its own
     fraction of the bus)."""
     full = hw.memory.bandwidth_bytes_per_s
@@ -44,18 +44,20 @@ def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
         return full * eff.memory
     if op.gemv_share is not None:  # MoE: the share of touched experts that see exactly one token
         return full * (op.gemv_share * eff.memory_gemv + (1 - op.gemv_share) * eff.memory)
-    return full * np.where(np.asarray(tokens) <= 1.0, eff.memory_gemv, eff.memory)
+    return full * np.where(np.asarray(tokens) <= eff.gemv_max_tokens, eff.memory_gemv, eff.memory)
 
 
 def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
     """FLOPs / (peak x efficiency). GEMMs with M rows pay for rows padded to `gemm_min_tokens` and reach
-    M / (M + gemm_half_tokens) of their large-GEMM efficiency (never below `gemm_floor`). Non-GEMM kernels
+    M / (M + gemm_half_tokens) of their large-GEMM efficiency (never below `gemm_floor`; no ramp up to
+    `gemv_max_tokens` rows). Non-GEMM kernels
     (attention core, scans, norms) run at the `attention` efficiency."""
     if not op.gemm:
         return op.flops / (_peak(hw, op.dtype) * eff.attention)
     m = np.maximum(tokens if op.gemm_tokens is None else op.gemm_tokens, 1e-9)
     padding = np.maximum(1.0, eff.gemm_min_tokens / m)
     ramp = np.maximum(m / (m + eff.gemm_half_tokens), eff.gemm_floor) if eff.gemm_half_tokens else 1.0
+    ramp = np.where(m <= eff.gemv_max_tokens, 1.0, ramp)  # matrix-vector kernels: bandwidth-bound, no ramp
     return op.flops * padding / (_peak(hw, op.dtype) * eff.compute_for(op.dtype) * ramp)
 
 
