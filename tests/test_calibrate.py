@@ -108,3 +108,21 @@ def test_kv_reads_run_at_their_own_bandwidth_fraction():
     slow = timed_step(card, hw, Step("decode", 1, 32, 8192), wl, replace(base, memory_kv=base.memory / 4))
     assert float(slow.by_op["attention"]) == pytest.approx(4 * float(plain.by_op["attention"]), rel=1e-6)
     assert float(slow.by_op["ffn"]) == pytest.approx(float(plain.by_op["ffn"]), rel=1e-9)
+
+
+def test_thin_gemms_up_to_gemv_max_tokens_stream_like_one_row():
+    """Up to gemv_max_tokens rows a linear layer costs what one row costs (bandwidth-bound, no ramp); one row more
+    and the GEMM ramp and `memory` apply."""
+    from roofline.calibration import engine_quant
+    from roofline.ops import Step
+    from roofline.reduce import reduce_card
+    from roofline.request import timed_step
+    from roofline.workload import Workload
+
+    hw, card = STORE.hardware("h100-sxm"), reduce_card(STORE.model("llama-3.1-8b"), 1, 4096)
+    wl = Workload(prompt_tokens=1, quant=engine_quant("bf16"), kv_quant="bf16")
+    eff = replace(expected_efficiency(hw), kernel_overhead_s=0.0, memory_gemv=0.9, memory=0.6, gemm_half_tokens=64,
+                  gemm_floor=0.01, gemm_min_tokens=1, gemv_max_tokens=8)
+    ffn = {b: float(timed_step(card, hw, Step("decode", 1, b, 64), wl, eff).by_op["ffn"]) for b in (1, 8, 9)}
+    assert ffn[8] == pytest.approx(ffn[1], rel=0.01)  # only the 8 rows of activations differ
+    assert ffn[9] > ffn[8] * 1.4
