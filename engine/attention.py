@@ -57,22 +57,16 @@ class PagedKV:
             if self.v is not None:
                 self.v[slots] = v.to(self.dtype)
 
-    def read(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """K, V at `slots` (any shape), dequantised to the model dtype: [..., kv_heads, head_dim]."""
-        return self._dequantized(lambda t: t[slots])
-
     def read_blocks(self, blocks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """K, V of whole blocks [S, n] -> [S, n * block_size, kv_heads, head_dim]: one contiguous copy per block
-        (index_select), 3-8x faster on the CPU than gathering token by token."""
+        """K, V of whole blocks [S, n] -> [S, n * block_size, kv_heads, head_dim], dequantised to the model dtype:
+        one contiguous copy per block (index_select), 3-8x faster on the CPU than gathering token by token."""
         s, n = blocks.shape
         ids = blocks.reshape(-1)
 
         def take(t: torch.Tensor) -> torch.Tensor:
             rows = t.view(self.num_blocks, -1).index_select(0, ids)
             return rows.view(s, n * self.block_size, *t.shape[1:])
-        return self._dequantized(take)
 
-    def _dequantized(self, take) -> tuple[torch.Tensor, torch.Tensor]:
         if self.int8:
             k = (take(self.k).float() * take(self.k_scale)[..., None]).to(self.dtype)
             v = k if self.v is None else (take(self.v).float() * take(self.v_scale)[..., None]).to(self.dtype)

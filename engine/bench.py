@@ -36,13 +36,11 @@ def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int) -> list[Se
         seq.status = Status.RUNNING
         seqs.append(seq)
     step = max(eng.cfg.max_step_tokens, 1)
-    done = 0
-    while done < context:  # untimed prefill of the context, in chunks
-        n = min(step, context - done)
-        run_step(eng.model, [Scheduled(s, n) for s in seqs], eng.caches, eng.cfg.block_size, eng.device)
-        for s in seqs:
+    for s in seqs:  # untimed prefill of the context, one sequence at a time, at most `step` tokens a step
+        while s.num_computed_tokens < context:
+            n = min(step, context - s.num_computed_tokens)
+            run_step(eng.model, [Scheduled(s, n)], eng.caches, eng.cfg.block_size, eng.device)
             s.num_computed_tokens += n
-        done += n
     return seqs
 
 
