@@ -26,7 +26,9 @@ from .sequence import Sequence, Status
 
 
 def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int) -> list[Sequence]:
-    """`batch` sequences holding `context` computed tokens (prefilled untimed), with room for `new_tokens` more."""
+    """`batch` sequences holding `context` cached tokens, with room for `new_tokens` more. The context is marked
+    computed without running it: a step's cost does not depend on the cached K/V values (the pool holds whatever it
+    held), and priming batch 32 x 2048 tokens would cost more than the grid itself."""
     vocab = eng.card.architecture.vocab_size
     seqs = []
     for b in range(batch):
@@ -34,13 +36,8 @@ def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int) -> list[Se
         seq.state_slot = b if eng.scheduler.uses_state else None
         eng.blocks.grow(seq, len(seq))
         seq.status = Status.RUNNING
+        seq.num_computed_tokens = context
         seqs.append(seq)
-    step = max(eng.cfg.max_step_tokens, 1)
-    for s in seqs:  # untimed prefill of the context, one sequence at a time, at most `step` tokens a step
-        while s.num_computed_tokens < context:
-            n = min(step, context - s.num_computed_tokens)
-            run_step(eng.model, [Scheduled(s, n)], eng.caches, eng.cfg.block_size, eng.device)
-            s.num_computed_tokens += n
     return seqs
 
 
