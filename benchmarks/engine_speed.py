@@ -104,6 +104,21 @@ def main() -> None:
     args = ap.parse_args()
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs")
+    bw, gemm = machine_limits(args)
+    decode_vs_bandwidth(args, bw)
+    for name in args.prefill_dtypes.split(","):
+        gc.collect()  # one engine in memory at a time
+        prefill_vs_gemm(args, name, gemm[name])
+
+
+def engine_for(args, dtype: str) -> LLMEngine:
+    return LLMEngine(args.model, layers=args.layers, vocab=args.vocab, dtype=dtype, block_size=16,
+                     num_blocks=-(-args.prefill // 16) + 8, prefix_caching=False,
+                     max_step_tokens=max(512, args.prefill))
+
+
+def machine_limits(args) -> tuple[float, dict]:
+    """(read bandwidth bytes/s, large-GEMM FLOP/s per dtype), measured now."""
     load = Contention()
     sum_bw = read_bandwidth(args.bandwidth_gb, args.repeats)
     rows = int(args.bandwidth_gb * 1e9 / 2 / (4096 * 4))
@@ -117,10 +132,12 @@ def main() -> None:
         gemm[name] = gemm_rate(DTYPES[name], 2048, 4096, 4096, args.repeats)
         print(f"GEMM 2048x4096 @ 4096x4096 {name}: {gemm[name] / 1e9:8.1f} GFLOP/s")
     print(f"  [{report(load)}]")
+    return bw, gemm
 
-    # --- decode, batch 1, fp32 ---------------------------------------------------------------------------------
-    eng = LLMEngine(args.model, layers=args.layers, vocab=args.vocab, dtype="fp32", num_blocks=-(-args.prefill // 16) + 8, block_size=16,
-                    prefix_caching=False, max_step_tokens=max(512, args.prefill))
+
+def decode_vs_bandwidth(args, bw: float) -> None:
+    """Batch-1 fp32 decode: bytes read per token x tokens/s against the measured read bandwidth."""
+    eng = engine_for(args, "fp32")
     prompt = torch.randint(0, args.vocab, (16,), generator=torch.Generator().manual_seed(0)).tolist()
     n = args.decode_tokens
     eng.generate([prompt], 4)  # warm-up
@@ -137,26 +154,22 @@ def main() -> None:
           f"(target >= {DECODE_TARGET:.0%}): {verdict(achieved >= DECODE_TARGET * bw)}")
     print(f"  [{report(load)}]")
 
-    # --- prefill, per dtype --------------------------------------------------------------------------------------
-    t = args.prefill
-    for name in args.prefill_dtypes.split(","):
-        if name != "fp32":
-            del eng
-            gc.collect()
-            eng = LLMEngine(args.model, layers=args.layers, vocab=args.vocab, dtype=name, num_blocks=-(-t // 16) + 8,
-                            block_size=16, prefix_caching=False, max_step_tokens=max(512, t))
-        long = torch.randint(0, args.vocab, (t,), generator=torch.Generator().manual_seed(1)).tolist()
-        eng.generate([long], 1)  # warm-up
-        load = Contention()
-        seconds = best(lambda eng=eng, long=long: eng.generate([long], 1), 3)
-        lm_head = 2 * eng.model.embed.weight.numel()  # one row of logits is sampled
-        flops = 2 * layer_params(eng) * t + attention_flops(eng, t) + lm_head
-        rate = flops / seconds
-        print(f"\nprefill {eng.card.name} {name}, {t} tokens in one step: {seconds:.2f} s = {t / seconds:,.0f} tok/s, "
-              f"{flops / 1e12:.2f} TFLOP ({attention_flops(eng, t) / flops:.1%} attention)")
-        print(f"  achieved {rate / 1e9:.1f} GFLOP/s = {rate / gemm[name]:.0%} of the {name} GEMM rate "
-              f"(target >= {PREFILL_TARGET:.0%}): {verdict(rate >= PREFILL_TARGET * gemm[name])}")
-        print(f"  [{report(load)}]")
+
+def prefill_vs_gemm(args, name: str, gemm: float) -> None:
+    """One prefill step of --prefill tokens in `name`: useful FLOPs / seconds against that dtype's GEMM rate."""
+    eng, t = engine_for(args, name), args.prefill
+    long = torch.randint(0, args.vocab, (t,), generator=torch.Generator().manual_seed(1)).tolist()
+    eng.generate([long], 1)  # warm-up
+    load = Contention()
+    seconds = best(lambda: eng.generate([long], 1), 3)
+    lm_head = 2 * eng.model.embed.weight.numel()  # one row of logits is sampled
+    flops = 2 * layer_params(eng) * t + attention_flops(eng, t) + lm_head
+    rate = flops / seconds
+    print(f"\nprefill {eng.card.name} {name}, {t} tokens in one step: {seconds:.2f} s = {t / seconds:,.0f} tok/s, "
+          f"{flops / 1e12:.2f} TFLOP ({attention_flops(eng, t) / flops:.1%} attention)")
+    print(f"  achieved {rate / 1e9:.1f} GFLOP/s = {rate / gemm:.0%} of the {name} GEMM rate "
+          f"(target >= {PREFILL_TARGET:.0%}): {verdict(rate >= PREFILL_TARGET * gemm)}")
+    print(f"  [{report(load)}]")
 
 
 if __name__ == "__main__":

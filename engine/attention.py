@@ -139,7 +139,8 @@ def _decode_attention(q: torch.Tensor, cache: PagedKV, tables: torch.Tensor, kv_
     return out.reshape(s, h, d)
 
 
-def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor | None, scale: float) -> torch.Tensor:
+def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor | None,
+          scale: float) -> torch.Tensor:
     """q [n, H, D], k/v [L, K, D], allowed [n, L] (None: causal, L = n) -> [n, H, D]. Called with a batch dim of 1:
     on 3-D inputs PyTorch's CPU backend falls back to the unfused math kernel (~10x slower at 1024 tokens in bf16)."""
     out = F.scaled_dot_product_attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None],

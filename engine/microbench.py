@@ -97,14 +97,17 @@ class Contention:
         own = resource.getrusage(resource.RUSAGE_SELF)
         return busy, own.ru_utime + own.ru_stime, time.perf_counter()
 
-    def share(self) -> float:
-        busy, own, wall = (b - a for a, b in zip(self.start, self._sample()))
-        return max(busy - own, 0.0) / (wall * (os.cpu_count() or 1))
-
-    def report(self) -> str:
+    def _other(self) -> tuple[float, float, float]:
+        """(CPU-seconds other processes used, wall seconds, their share of the machine) since the start."""
         busy, own, wall = (b - a for a, b in zip(self.start, self._sample()))
         other = max(busy - own, 0.0)
-        share = other / (wall * (os.cpu_count() or 1))
+        return other, wall, other / (wall * (os.cpu_count() or 1))
+
+    def share(self) -> float:
+        return self._other()[2]
+
+    def report(self) -> str:
+        other, wall, share = self._other()
         return f"other processes used {other:.1f} CPU-s in {wall:.0f} s ({share:.0%} of the machine)"
 
 

@@ -98,8 +98,8 @@ def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured
                            "peak_flops": "measured by roofline calibrate (best GEMM shape per dtype)"}
         data.setdefault("uncertain", {}).pop("peak_flops", None)
         data["uncertain"].pop("memory.bandwidth", None)
-    names = CPU_PARAMS + GPU_PARAMS + ("gemv_max_tokens", "compute_fp32", "compute_bf16", "compute_int8", "compute_fp4")
-    values = {k: getattr(eff, k) for k in dict.fromkeys(names) if getattr(eff, k) is not None}
+    names = GPU_PARAMS + ("gemv_max_tokens", "compute_fp32", "compute_bf16", "compute_int8", "compute_fp4")
+    values = {k: getattr(eff, k) for k in names if getattr(eff, k) is not None}
     data["calibration"] = {
         **meta, "date": dt.date.today().isoformat(), "values": values, "microbench": measured,
         "residuals": {k: v for k, v in summary.items() if not k.endswith("_points")},

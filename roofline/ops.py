@@ -56,7 +56,7 @@ class Op:
     count: int = 1  # layers sharing this op
     kernels: int = 1  # kernel launches per layer
     gemm_tokens: Num = None  # M of each GEMM when not the step's token count (MoE: tokens per expert)
-    gemv_share: Num = None  # MoE experts: share of touched experts that run one token (matrix-vector)
+    routing: tuple[int, int] | None = None  # MoE experts: (num_experts, experts_per_token)
     experts_touched: Num = 0.0  # MoE experts: distinct experts run (engines that launch per expert pay each)
     gemm: bool = True  # a weight matmul (tensor cores, tile padding); False: attention core, scans, norms
     kv_shards: int = 0  # ways its KV/state splits under tensor parallelism (kv heads; 1 = replicated MLA latent)
@@ -189,12 +189,18 @@ def expected_experts_touched(num_experts: int, k: int, tokens: Num) -> Num:
     return num_experts * (1.0 - (1.0 - k / num_experts) ** tokens)
 
 
-def single_token_share(num_experts: int, k: int, tokens: Num) -> Num:
-    """Of the experts T tokens touch, the expected share that exactly one token routes to:
-    E * T * p * (1 - p)^(T - 1) / touched, with p = k / E."""
-    p = k / num_experts
-    single = num_experts * tokens * p * (1.0 - p) ** (tokens - 1)
-    return np.minimum(single / np.maximum(expected_experts_touched(num_experts, k, tokens), 1e-12), 1.0)
+def gemv_expert_share(num_experts: int, k: int, tokens: Num, max_rows: float) -> Num:
+    """Of the experts T tokens touch, the expected share that at most `max_rows` tokens route to (they run as
+    matrix-vector kernels): P(1 <= X <= max_rows) / P(X >= 1), X ~ Binomial(T, p = k / E)."""
+    p, t = k / num_experts, np.asarray(tokens, dtype=float)
+    if p >= 1.0:  # every expert sees every token
+        return np.where(t <= max_rows, 1.0, 0.0)
+    term = none = (1.0 - p) ** t  # P(X = 0)
+    few = np.zeros_like(term)
+    for j in range(1, int(max_rows) + 1):  # P(X = j) from P(X = j - 1)
+        term = term * np.maximum(t - j + 1, 0.0) / j * p / (1.0 - p)
+        few = few + term
+    return np.minimum(few / np.maximum(1.0 - none, 1e-12), 1.0)
 
 
 def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
@@ -215,7 +221,7 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
            Op("experts", "moe", f.dtype("experts"), 2.0 * routed * per_expert, touched * per_expert * f.wbytes("experts"),
               routed * (2 * width + e.expert_intermediate_size * (3 if e.gated else 2)) * f.act_bytes, count=count,
               kernels=3, gemm_tokens=routed / touched, experts_touched=touched,
-              gemv_share=single_token_share(e.num_experts, e.experts_per_token, t))]
+              routing=(e.num_experts, e.experts_per_token))]
     if e.latent_size:
         ops.append(matmul("latent_proj", "moe", "experts", 2 * h * e.latent_size, t, h, e.latent_size, f, count, 2))
     if e.num_shared_experts:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .efficiency import Efficiency
 from .hardware import HardwareCard
-from .ops import Op
+from .ops import Op, gemv_expert_share
 
 Num = Any
 
@@ -42,16 +42,16 @@ def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
         return full * eff.memory_kv
     if eff.memory_gemv is None or not op.gemm:
         return full * eff.memory
-    if op.gemv_share is not None:  # MoE: the share of touched experts that see exactly one token
-        return full * (op.gemv_share * eff.memory_gemv + (1 - op.gemv_share) * eff.memory)
+    if op.routing is not None:  # MoE: experts that see at most gemv_max_tokens tokens run matrix-vector kernels
+        share = gemv_expert_share(*op.routing, tokens, eff.gemv_max_tokens)
+        return full * (share * eff.memory_gemv + (1 - share) * eff.memory)
     return full * np.where(np.asarray(tokens) <= eff.gemv_max_tokens, eff.memory_gemv, eff.memory)
 
 
 def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
     """FLOPs / (peak x efficiency). GEMMs with M rows pay for rows padded to `gemm_min_tokens` and reach
     M / (M + gemm_half_tokens) of their large-GEMM efficiency (never below `gemm_floor`; no ramp up to
-    `gemv_max_tokens` rows). Non-GEMM kernels
-    (attention core, scans, norms) run at the `attention` efficiency."""
+    `gemv_max_tokens` rows). Non-GEMM kernels (attention core, scans, norms) run at the `attention` efficiency."""
     if not op.gemm:
         return op.flops / (_peak(hw, op.dtype) * eff.attention)
     m = np.maximum(tokens if op.gemm_tokens is None else op.gemm_tokens, 1e-9)

@@ -126,3 +126,16 @@ def test_thin_gemms_up_to_gemv_max_tokens_stream_like_one_row():
     ffn = {b: float(timed_step(card, hw, Step("decode", 1, b, 64), wl, eff).by_op["ffn"]) for b in (1, 8, 9)}
     assert ffn[8] == pytest.approx(ffn[1], rel=0.01)  # only the 8 rows of activations differ
     assert ffn[9] > ffn[8] * 1.4
+
+
+@pytest.mark.parametrize("tokens", [1, 2, 7, 64, 512])
+def test_gemv_expert_share_is_the_binomial_share(tokens):
+    """One row: E*T*p*(1-p)^(T-1) / touched (exactly one token); rows >= T: every touched expert."""
+    from roofline.ops import expected_experts_touched, gemv_expert_share
+
+    e, k = 128, 8
+    p = k / e
+    one = e * tokens * p * (1 - p) ** (tokens - 1) / expected_experts_touched(e, k, tokens)
+    assert float(gemv_expert_share(e, k, tokens, 1)) == pytest.approx(one, rel=1e-9)
+    assert float(gemv_expert_share(e, k, tokens, tokens)) == pytest.approx(1.0, rel=1e-9)
+    assert float(gemv_expert_share(e, k, tokens, 4)) >= float(gemv_expert_share(e, k, tokens, 1))
