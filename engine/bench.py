@@ -19,7 +19,8 @@ from typing import Iterable
 import torch
 
 from .device import name as device_name
-from .engine import LLMEngine
+from .engine import DTYPES, LLMEngine
+from .modules import matrix_vector_rows as _rows
 from .runner import run_step
 from .scheduler import Scheduled
 from .sequence import Sequence, Status
@@ -126,3 +127,8 @@ def bench(cards: Iterable[str], layers: Iterable[int | None] = (None,), phases=(
                 progress()
         del eng
     return pd.DataFrame.from_records(records)
+
+
+def matrix_vector_rows(device: str, dtype: str) -> int:
+    """Rows up to which the engine's linears stream like a matrix-vector product on `device` in `dtype`."""
+    return _rows(device, DTYPES[dtype])

@@ -9,6 +9,7 @@ from torch import nn
 from .attention import PagedKV, StepMeta, paged_attention
 from .rope import Rotary
 
+THIN_ROWS = 32  # CPU linears of up to this many rows run as (weight @ x^T)^T
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """x [M, in] @ weight[out, in]^T (+ bias). One row on the CPU goes through a matrix-vector kernel: in bf16 it
@@ -20,12 +21,18 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         if m == 1:
             y = torch.mv(weight, x[0])[None]
             return y + bias if bias is not None else y
-        if (x.dtype == torch.bfloat16 and 2 <= m <= 32) or (x.dtype == torch.float32 and 8 <= m <= 32):
+        if (x.dtype == torch.bfloat16 and 2 <= m <= THIN_ROWS) or (x.dtype == torch.float32 and 8 <= m <= THIN_ROWS):
             y = (weight @ x.t()).t().contiguous()
             return y + bias if bias is not None else y
         if m > 32 and x.dtype == torch.bfloat16 and gemm_rows(m) != m:
             return F.linear(F.pad(x, (0, 0, 0, gemm_rows(m) - m)), weight, bias)[:m]
     return F.linear(x, weight, bias)
+
+
+def matrix_vector_rows(device: str, dtype: torch.dtype) -> int:
+    """Rows up to which `linear` runs bandwidth-bound matrix-vector kernels (roofline's gemv_max_tokens): bf16 on
+    the CPU streams the weight at ~30 GB/s up to THIN_ROWS rows; fp32 (13 GB/s at 8-32 rows) and CUDA only at 1."""
+    return THIN_ROWS if device == "cpu" and dtype == torch.bfloat16 else 1
 
 
 def gemm_rows(m: int) -> int:

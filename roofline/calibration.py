@@ -61,8 +61,10 @@ def predict_step(r: dict, hw: HardwareCard, eff: Efficiency, store: CardStore, c
     return float(timed_step(card, hw, step, wl, eff).total_s)
 
 
-def fit_records(records: list[dict], hw: HardwareCard, store: CardStore, on_step=None) -> tuple[Efficiency, dict]:
-    """Fit on the fitting split; report errors on both splits per phase. Returns (efficiency, summary)."""
+def fit_records(records: list[dict], hw: HardwareCard, store: CardStore, on_step=None,
+                gemv_max_tokens: int | None = None) -> tuple[Efficiency, dict]:
+    """Fit on the fitting split; report errors on both splits per phase. Returns (efficiency, summary).
+    `gemv_max_tokens`, where the measured runtime states it, is taken as given; else tried on a grid."""
     cache: dict = {}
     fit = [r for r in records if not is_held_out(r)]
     held = [r for r in records if is_held_out(r)]
@@ -72,8 +74,9 @@ def fit_records(records: list[dict], hw: HardwareCard, store: CardStore, on_step
 
     params = CPU_PARAMS if hw.kind == "cpu" else GPU_PARAMS
     measured = [r["seconds"] for r in fit]
+    candidates = (gemv_max_tokens,) if gemv_max_tokens else GEMV_MAX_TOKENS
     fits = [fit_efficiency(predict(fit), measured, replace(expected_efficiency(hw), gemv_max_tokens=rows), params,
-                           on_step=on_step) for rows in GEMV_MAX_TOKENS]
+                           on_step=on_step) for rows in candidates]
     eff = min(fits, key=lambda e: fit_loss(predict(fit), measured, e))
     summary = {}
     for label, rows in (("fit", fit), ("held_out", held)):

@@ -75,7 +75,8 @@ def calibrate_cmd(
         peaks = _measured_peaks(measured) if dev == "cpu" else None
         probe = base if peaks is None else _with_measured(base, measured, peaks)
         bar.update(task, description="fitting")
-        eff, summary = fit_records(records, probe, st, on_step=lambda: bar.advance(task, 0.1))
+        eff, summary = fit_records(records, probe, st, on_step=lambda: bar.advance(task, 0.1),
+                                   gemv_max_tokens=bench.matrix_vector_rows(dev, dtype))
     meta = {"device": device_info.name(dev), **device_info.versions(), "dtype": dtype, "grid": grid}
     data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
                            measured_peaks=peaks)
