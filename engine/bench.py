@@ -21,21 +21,21 @@ import torch
 from .device import name as device_name
 from .engine import DTYPES, LLMEngine
 from .modules import matrix_vector_rows as _rows
-from .runner import run_step
 from .scheduler import Scheduled
 from .sequence import Sequence, Status
 
 
-def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int) -> list[Sequence]:
-    """`batch` sequences holding `context` cached tokens, with room for `new_tokens` more. The context is marked
-    computed without running it: a step's cost does not depend on the cached K/V values (the pool holds whatever it
-    held), and priming batch 32 x 2048 tokens would cost more than the grid itself."""
+def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int, room: int) -> list[Sequence]:
+    """`batch` sequences holding `context` cached tokens and `new_tokens` to run (so the step ends each sequence and
+    samples, as a served step does), with blocks for `room` tokens. The context is marked computed without running
+    it: a step's cost does not depend on the cached K/V values (the pool holds whatever it held), and priming
+    batch 32 x 2048 tokens would cost more than the grid itself."""
     vocab = eng.card.architecture.vocab_size
     seqs = []
     for b in range(batch):
-        seq = Sequence([(b * 7919 + i * 104729) % vocab for i in range(context + new_tokens + 8)], 1)
+        seq = Sequence([(b * 7919 + i * 104729) % vocab for i in range(context + new_tokens)], 1)
         seq.state_slot = b if eng.scheduler.uses_state else None
-        eng.blocks.grow(seq, len(seq))
+        eng.blocks.grow(seq, room)
         seq.status = Status.RUNNING
         seq.num_computed_tokens = context
         seqs.append(seq)
@@ -43,21 +43,23 @@ def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int) -> list[Se
 
 
 def _time_step(eng: LLMEngine, seqs: list[Sequence], n: int, repeats: int, advance: bool) -> float:
+    """Median seconds of `repeats` steps of `n` tokens per sequence, each run and sampled as `LLMEngine.step` does;
+    `advance` appends the sampled tokens (decode), else the same step repeats (prefill)."""
     times = []
     for _ in range(repeats):
-        t = eng._now()
-        run_step(eng.model, [Scheduled(s, n) for s in seqs], eng.caches, eng.cfg.block_size, eng.device)
-        times.append(eng._now() - t)
+        seconds, sampled = eng.execute([Scheduled(s, n) for s in seqs])
+        times.append(seconds)
         if advance:
             for s in seqs:
                 s.num_computed_tokens += n
+                s.token_ids.append(sampled[s.seq_id])
     return statistics.median(times)
 
 
 def measure(eng: LLMEngine, phase: str, batch: int, context: int, new_tokens: int, repeats: int = 3) -> float:
     """Median seconds of one step; the engine's cache is released afterwards."""
     n = new_tokens if phase == "prefill" else 1
-    seqs = _prime(eng, batch, context, n * (1 if phase == "prefill" else repeats + 1))
+    seqs = _prime(eng, batch, context, n, context + n * (1 if phase == "prefill" else repeats + 2))
     try:
         _time_step(eng, seqs, n, 1, advance=phase == "decode")  # warm-up: allocator, kernels
         return _time_step(eng, seqs, n, repeats, advance=phase == "decode")

@@ -22,7 +22,7 @@ from .block_manager import BlockManager
 from .device import keep_freed_memory
 from .model import EngineError, Transformer, init_weights
 from .runner import make_caches, run_step, sample
-from .scheduler import Scheduler
+from .scheduler import Scheduled, Scheduler
 from .sequence import Sequence
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}
@@ -146,15 +146,20 @@ class LLMEngine:
         work = self.scheduler.schedule()
         if not work:
             return []
+        seconds, sampled = self.execute(work)
+        decode = sum(1 for w in work if w.num_tokens == 1 and w.seq.num_computed_tokens >= w.seq.num_prompt_tokens)
+        self.stats.append(StepStats(seconds, sum(w.num_tokens for w in work) - decode, decode, len(work)))
+        return self.scheduler.finish_step(work, sampled)
+
+    def execute(self, work: list[Scheduled]) -> tuple[float, dict[int, int]]:
+        """Forward and sample one step's work: its seconds (device-synchronised) and the token sampled for each
+        sequence whose chunk reaches its end (by seq_id). `engine.bench` times steps through this too."""
         t0 = self._now()
         logits = run_step(self.model, work, self.caches, self.cfg.block_size, self.device)
         samplers = [w.seq for w in work if w.samples]
         tokens = sample(logits, [s.temperature for s in samplers], [getattr(s, "generator", None) for s in samplers]) \
             if logits is not None else []
-        seconds = self._now() - t0
-        decode = sum(1 for w in work if w.num_tokens == 1 and w.seq.num_computed_tokens >= w.seq.num_prompt_tokens)
-        self.stats.append(StepStats(seconds, sum(w.num_tokens for w in work) - decode, decode, len(work)))
-        return self.scheduler.finish_step(work, {s.seq_id: t for s, t in zip(samplers, tokens)})
+        return self._now() - t0, {s.seq_id: t for s, t in zip(samplers, tokens)}
 
     def generate(self, prompts: list[list[int]], max_tokens: int | list[int], temperature: float = 0.0) -> list[list[int]]:
         """Run requests to completion with continuous batching; generated token ids per prompt, in order."""
