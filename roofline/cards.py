@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -153,6 +154,26 @@ class CardStore:
         known = {alias: card.name for alias, card in aliases.items()}
         raise UnknownNameError(what, name, known, f"see `{list_cmd}`")
 
+    def match(self, kind: str, text: str):
+        """The card a free-text description names ("2x NVIDIA H100 SXM 80GB" -> h100-sxm, "ggml-org/Qwen2.5-Coder-
+        7B-Q8_0-GGUF" -> qwen2.5-7b): the card with a name or alias whose every token appears in the text, most
+        tokens first. Raises UnknownNameError when none or two cards match equally."""
+        words = set(_tokens(text))
+        cards = {card.name: card for card in self.all(kind)}
+        best: dict[str, int] = {}
+        for card in cards.values():
+            for alias in (card.name, *card.aliases):
+                toks = _tokens(alias)
+                if toks and set(toks) <= words:
+                    best[card.name] = max(best.get(card.name, 0), len(toks))
+        top = max(best.values(), default=0)
+        found = [name for name, n in best.items() if n == top]
+        if len(found) != 1:
+            known = {a.lower(): c.name for c in cards.values() for a in (c.name, *c.aliases)}
+            why = f"matches {', '.join(found)} equally" if found else "names no card"
+            raise UnknownNameError({"hardware": "hardware", "models": "model"}[kind], text, known, why)
+        return cards[found[0]]
+
     def hardware(self, name: str) -> HardwareCard:
         return self.get("hardware", name)
 
@@ -166,3 +187,8 @@ def card_to_yaml(card: BaseModel) -> str:
     for key in ("name",):
         data = {key: data.pop(key), **data}
     return yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True)
+
+
+def _tokens(text: str) -> list[str]:
+    """Lower-case alphanumeric runs: "Qwen2.5-7B" -> ["qwen2", "5", "7b"]."""
+    return re.findall(r"[a-z0-9]+", text.lower())

@@ -31,7 +31,8 @@ UNSTATED_OUTPUT_TOKENS = 128
 # or the largest batch whose KV fits, whichever is smaller.
 MAX_LOAD_BATCH_CAP = 2048
 
-METRICS = ("decode_tok_s", "prefill_tok_s", "agg_decode_tok_s", "agg_output_tok_s")
+METRICS = ("decode_tok_s", "prefill_tok_s", "agg_decode_tok_s", "agg_output_tok_s", "ttft_ms", "itl_ms")
+LATENCY_MS = {"ttft_ms": "ttft_s", "itl_ms": "itl_s"}  # PUBLISHED.md: ttft_ms, itl_ms in milliseconds
 
 
 @dataclass
@@ -90,13 +91,16 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None) -> R
     """Predict one CSV row's metric; `eff` overrides the card's expected efficiency (used when fitting). A row
     roofline cannot read (unknown card or format, bad number) comes back with `skipped` saying why."""
     try:
-        out = RowPrediction(row["id"], row["metric"], float(row["value"]), None, hw=row.get("hw_card", ""),
-                            model=row.get("model_card", ""), engine=row.get("engine", ""))
+        out = RowPrediction(row["id"], row["metric"], float(row["value"]), None,
+                            hw=row.get("hw_card") or row.get("hardware", ""),
+                            model=row.get("model_card") or row.get("model", ""), engine=row.get("engine", ""))
     except (KeyError, ValueError) as err:
         return RowPrediction(row.get("id", "?"), row.get("metric", "?"), float("nan"), None,
                              skipped=f"unreadable row: {err}")
     try:
-        out.predicted = _predict(row, store, eff)
+        card, hw, gpus = cards_of(row, store)
+        out.model, out.hw = card.name, hw.name
+        out.predicted = _predict(row, card, hw, gpus, eff or expected_efficiency(hw))
     except (RooflineError, ValueError) as err:
         out.skipped = str(err)
     if out.predicted is None and not out.skipped:
@@ -104,16 +108,39 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None) -> R
     return out
 
 
-def _predict(row: dict, store: CardStore, eff: Efficiency | None) -> float | None:
-    card, hw = store.model(row["model_card"]), store.hardware(row["hw_card"])
-    gpus, tp = _int(row.get("gpus", ""), 1), _int(row.get("tp", ""), 1)
+def _split_normalisation(metric: str) -> tuple[str, str]:
+    """'agg_output_tok_s_per_gpu' -> ('agg_output_tok_s', 'per_gpu'); a plain metric -> (metric, '')."""
+    for per in ("per_gpu", "per_node"):
+        if metric.endswith("_" + per):
+            return metric[: -len(per) - 1], per
+    return metric, ""
+
+
+def _predict(row: dict, card, hw, gpus: int, eff: Efficiency) -> float | None:
+    metric, per = _split_normalisation(row["metric"])
+    value = _predict_metric(metric, row, card, hw, gpus, eff)
+    if value is None or not per:
+        return value
+    # `*_per_gpu` / `*_per_node` (PUBLISHED.md): the sum over the row's GPUs, per GPU or per node of this hardware
+    return value / gpus * (hw.interconnect.gpus_per_node if per == "per_node" else 1)
+
+
+def cards_of(row: dict, store: CardStore):
+    """(model card, hardware card, GPUs) of a row: its `model_card`, `hw_card` and `gpus` columns, or where a CSV
+    lacks them, the cards its `model` and `hardware` texts name and the "Nx " GPU count there."""
+    card = store.model(row["model_card"]) if row.get("model_card", "").strip() else store.match("models", row["model"])
+    hw = store.hardware(row["hw_card"]) if row.get("hw_card", "").strip() else store.match("hardware", row["hardware"])
+    count = re.match(r"\s*(\d+)\s*x\s", row.get("hardware", ""))
+    return card, hw, _int(row.get("gpus", ""), int(count.group(1)) if count else 1)
+
+
+def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency) -> float | None:
+    tp = _int(row.get("tp", ""), 1)
     # gpus > tp: llama.cpp's default layer split — each token passes every GPU in turn (pipeline stages)
     pp = max(gpus // tp, 1)
-    eff = eff or expected_efficiency(hw)
     quant, kv = _quant(row, card), _kv(row)
     isl, osl = _int(row["isl"], 0), _int(row["osl"], 0)
     batch = _int(row["batch"], 0)
-    metric = row["metric"]
     if metric == "prefill_tok_s":
         n = isl or UNSTATED_PROMPT_TOKENS
         wl = Workload(prompt_tokens=n, quant=quant, kv_quant=kv, tp=tp, pp=pp)
@@ -129,17 +156,26 @@ def _predict(row: dict, store: CardStore, eff: Efficiency | None) -> float | Non
     if metric == "agg_output_tok_s":
         replicas = max(gpus // (tp * pp), 1)
         wl = Workload(prompt_tokens=isl, output_tokens=osl, quant=quant, kv_quant=kv, tp=tp, pp=pp)
-        return _max_load_throughput(card, hw, eff, wl) * replicas
+        wl = _at_max_load(card, hw, wl)
+        values, _, _ = request_metrics(card, hw, wl, eff)
+        return float(wl.batch * wl.output_tokens / values["e2e_s"]) * replicas
+    if metric in LATENCY_MS:
+        # `batch` requests arriving together (`max`: the max-load batch): TTFT = their prefill + the first decode
+        # step, ITL = the mean decode step over the output
+        wl = Workload(prompt_tokens=isl or UNSTATED_PROMPT_TOKENS, output_tokens=max(osl or UNSTATED_OUTPUT_TOKENS, 2),
+                      batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
+        if row["batch"].strip().lower() == "max":
+            wl = _at_max_load(card, hw, wl)
+        values, _, _ = request_metrics(card, hw, wl, eff)
+        return float(values[LATENCY_MS[metric]]) * 1e3
     return None
 
 
-def _max_load_throughput(card, hw, eff, wl: Workload) -> float:
-    """Offline max-load output tok/s of one replica: the largest batch that fits (capped), prefill then decode."""
+def _at_max_load(card, hw, wl: Workload) -> Workload:
+    """An offline max-load run of one replica: the largest batch whose KV fits, capped at the scheduler's limit."""
     limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
                             Deployment(wl.tp, wl.pp))
-    wl = wl.model_copy(update={"batch": max(min(limit, MAX_LOAD_BATCH_CAP), 1)})
-    values, _, _ = request_metrics(card, hw, wl, eff)
-    return float(wl.batch * wl.output_tokens / values["e2e_s"])
+    return wl.model_copy(update={"batch": max(min(limit, MAX_LOAD_BATCH_CAP), 1)})
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -147,11 +183,35 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+def engine_family(engine: str) -> str:
+    """The runtime a row's `engine` text names, without build and flags: "llama.cpp CUDA build 6918 (...)" ->
+    "llama.cpp", "llama.cpp Metal (May 2024 ...)" -> "llama.cpp Metal", "TensorRT-LLM trtllm-bench ..." ->
+    "TensorRT-LLM"."""
+    words = re.split(r"[\s;(,]+", engine.strip())
+    if not words or not words[0]:
+        return "?"
+    return f"{words[0]} Metal" if len(words) > 1 and words[1].lower() == "metal" else words[0]
+
+
+def _metric_order(metric: str) -> tuple:
+    base, per = _split_normalisation(metric)
+    return (METRICS.index(base) if base in METRICS else len(METRICS), base, per)
+
+
+def breakdown(preds: list[RowPrediction]) -> list[dict]:
+    """Where the error comes from: per (metric, engine family, hardware card), n, median/p90 |err| and bias,
+    largest median error first."""
+    groups: dict[tuple, list[RowPrediction]] = {}
+    for p in preds:
+        if p.predicted is not None:
+            groups.setdefault((p.metric, engine_family(p.engine), p.hw), []).append(p)
+    rows = [{"metric": m, "engine": e, "hardware": h,
+             **error_summary([p.predicted for p in ps], [p.measured for p in ps])} for (m, e, h), ps in groups.items()]
+    return sorted(rows, key=lambda r: (_metric_order(r["metric"]), -r["median_ape_pct"]))
+
+
 def summarize(preds: list[RowPrediction]) -> dict:
-    """Per metric: n, median and p90 absolute % error, and bias (median signed % error)."""
-    out = {}
-    for metric in METRICS:
-        done = [p for p in preds if p.metric == metric and p.predicted is not None]
-        if done:
-            out[metric] = error_summary([p.predicted for p in done], [p.measured for p in done])
-    return out
+    """Per metric present (known metrics first): n, median and p90 absolute % error, and bias (median signed %)."""
+    done = [p for p in preds if p.predicted is not None]
+    return {m: error_summary([p.predicted for p in done if p.metric == m], [p.measured for p in done if p.metric == m])
+            for m in sorted({p.metric for p in done}, key=_metric_order)}

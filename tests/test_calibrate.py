@@ -139,3 +139,21 @@ def test_gemv_expert_share_is_the_binomial_share(tokens):
     assert float(gemv_expert_share(e, k, tokens, 1)) == pytest.approx(one, rel=1e-9)
     assert float(gemv_expert_share(e, k, tokens, tokens)) == pytest.approx(1.0, rel=1e-9)
     assert float(gemv_expert_share(e, k, tokens, 4)) >= float(gemv_expert_share(e, k, tokens, 1))
+
+
+def test_validate_engine_shapes_on_chosen_shapes(tmp_path):
+    """`validate --engine-shapes` serves the shapes the user names and scores the prediction of exactly those."""
+    env = {"ROOFLINE_HOME": str(tmp_path / "home")}
+    plot = tmp_path / "scatter.png"
+    out = run_cli("validate", "--engine-shapes", "--hw", "host", "-m", "qwen2.5-3b", "--batch", "2,1",
+                  "--prompt", "16", "--output", "4", "--vocab", "512", "-o", str(plot), "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert [(p["card"], p["batch"], p["prompt"]) for p in data["points"]] == [("qwen2.5-3b", 1, 16), ("qwen2.5-3b", 2, 16)]
+    assert all(data["metrics"][k]["n"] == 2 for k in ("ttft", "itl", "prefill_tok_s", "decode_tok_s"))
+    for p in data["points"]:
+        assert p["measured_decode_tok_s"] == pytest.approx(1 / p["measured_itl"], rel=1e-9)
+        assert 0 < p["measured_itl"] < p["measured_ttft"]
+    assert plot.stat().st_size > 10_000
+    bad = run_cli("validate", "--engine-shapes", "-m", "qwen2.5-3b,nope", env=env)
+    assert bad.returncode == 2 and "unknown model 'nope'" in bad.stderr

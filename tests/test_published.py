@@ -1,5 +1,7 @@
 """The shipped default efficiencies against published measurements (regression guard for the fitted defaults)."""
 
+import json
+
 import pytest
 
 from roofline.cards import CardStore
@@ -35,3 +37,85 @@ def test_row_mapping(published_rows):
     assert _depth(rows["H002"]) == 32768 and _depth(rows["H001"]) == 0
     assert _quant(rows["H006"], store.model("gpt-oss-20b")) == "experts=mxfp4,default=q8_0"
     assert _kv(rows["H093"]) == "fp8" and _kv(rows["H033"]) == "fp16"
+
+
+HEADER = "id,source,hardware,engine,model,params_b,weight_quant,kv_dtype,isl,osl,batch,tp,metric,value,unit,notes," \
+         "hw_card,model_card,gpus"
+UNSEEN = [  # a CSV the project never saw: latency metrics, a per-GPU normalisation, and rows it must skip
+    "U1,s,h,vLLM 0.9,m,8,BF16,,1024,128,1,1,ttft_ms,100,ms,,h100-sxm,llama-3.1-8b,1",
+    "U2,s,h,vLLM 0.9,m,8,BF16,,1024,128,8,1,itl_ms,10,ms,,h100-sxm,llama-3.1-8b,1",
+    "U3,s,h,TensorRT-LLM 1.0,m,8,FP8,,1000,1000,max,1,agg_output_tok_s,30000,tok/s,,h200,llama-3.1-8b,2",
+    "U4,s,h,TensorRT-LLM 1.0,m,8,FP8,,1000,1000,max,1,agg_output_tok_s_per_gpu,15000,tok/s,,h200,llama-3.1-8b,2",
+    "U5,s,h,TensorRT-LLM 1.0,m,8,FP8,,1000,1000,max,1,agg_output_tok_s_per_node,60000,tok/s,,h200,llama-3.1-8b,2",
+    "U6,s,h,vLLM,m,8,BF16,,1024,128,1,1,decode_tok_s,100,tok/s,,h1000,llama-3.1-8b,1",
+    "U7,s,h,vLLM,m,8,BF16,,1024,128,1,1,power_w,700,W,,h100-sxm,llama-3.1-8b,1",
+    "U8,s,h,vLLM,m,8,BF16,,1024,128,1,1,decode_tok_s,n/a,tok/s,,h100-sxm,llama-3.1-8b,1",
+]
+
+
+@pytest.fixture
+def unseen_csv(tmp_path):
+    path = tmp_path / "unseen.csv"
+    path.write_text("\n".join([HEADER, *UNSEEN]) + "\n")
+    return path
+
+
+def test_unseen_csv_latency_rows_are_the_request_prediction(unseen_csv):
+    """ttft_ms / itl_ms rows are `roofline predict`'s TTFT / ITL for that request shape, in ms."""
+    from roofline.published import read_rows
+    from roofline.request import predict
+    from roofline.workload import make_workload
+
+    store = CardStore()
+    got = {p.row_id: p for p in (predict_row(r, store) for r in read_rows(unseen_csv))}
+    card, hw = store.model("llama-3.1-8b"), store.hardware("h100-sxm")
+    one = predict(card, hw, make_workload(prompt_tokens=1024, output_tokens=128, batch=1, quant="bf16"))
+    eight = predict(card, hw, make_workload(prompt_tokens=1024, output_tokens=128, batch=8, quant="bf16"))
+    assert got["U1"].predicted == pytest.approx(one.ttft_s * 1e3, rel=1e-9)
+    assert got["U2"].predicted == pytest.approx(eight.itl_s * 1e3, rel=1e-9)
+    assert got["U4"].predicted == pytest.approx(got["U3"].predicted / 2, rel=1e-12)
+    node = store.hardware("h200").interconnect.gpus_per_node
+    assert got["U5"].predicted == pytest.approx(got["U3"].predicted / 2 * node, rel=1e-12)
+    assert "h1000" in got["U6"].skipped and "power_w" in got["U7"].skipped and "unreadable" in got["U8"].skipped
+
+
+def test_validate_published_cli_reports_metrics_groups_and_skips(unseen_csv):
+    from conftest import run_cli
+
+    out = run_cli("validate", "--published", str(unseen_csv), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert list(data["metrics"]) == ["agg_output_tok_s", "agg_output_tok_s_per_gpu", "agg_output_tok_s_per_node",
+                                     "ttft_ms", "itl_ms"]
+    assert {g["engine"] for g in data["by_engine_hardware"]} == {"vLLM", "TensorRT-LLM"}
+    assert sorted(s["id"] for s in data["skipped"]) == ["U6", "U7", "U8"]
+    bad = run_cli("validate", "--published", str(unseen_csv.with_name("missing.csv")))
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --published") and "Traceback" not in bad.stderr
+
+
+def test_engine_family_names_the_runtime():
+    from roofline.published import engine_family
+
+    assert engine_family("llama.cpp CUDA build 6918 (2f68ce7cf); -fa 1") == "llama.cpp"
+    assert engine_family("llama.cpp Metal (May 2024, build not stated)") == "llama.cpp Metal"
+    assert engine_family("TensorRT-LLM trtllm-bench throughput (PyTorch)") == "TensorRT-LLM"
+    assert engine_family("") == "?"
+
+
+def test_rows_without_card_columns_name_their_cards_in_text(published_rows):
+    """A CSV without hw_card / model_card / gpus: the `hardware` and `model` texts of every training row resolve to
+    the cards the training CSV names, and "4x" gives the GPU count."""
+    from roofline.published import cards_of
+
+    store = CardStore()
+    for row in published_rows:
+        bare = {k: v for k, v in row.items() if k not in ("hw_card", "model_card", "gpus")}
+        card, hw, gpus = cards_of(bare, store)
+        assert (card.name, hw.name, gpus) == (row["model_card"], row["hw_card"], int(row["gpus"])), row["id"]
+
+
+def test_card_match_refuses_text_that_names_no_card():
+    from roofline.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="names no card"):
+        CardStore().match("hardware", "Intel Gaudi 3 128GB")

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..cards import CardStore
+from ..errors import RooflineError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (numbers in SI units).")]
 CardsOpt = Annotated[
@@ -30,3 +31,13 @@ def tflops(n: float | None) -> str | None:
 
 def billions(n: float | None) -> str | None:
     return None if n is None else f"{n / 1e9:,.2f}B"
+
+
+def int_list(option: str, text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise RooflineError(f"{option}: {text!r} is not a comma-separated list of integers like 1,4,8,16") from None
+    if not values or min(values) <= 0:
+        raise RooflineError(f"{option}: values must be positive integers, got {text!r}")
+    return sorted(set(values))

@@ -10,10 +10,9 @@ import typer
 from ..errors import RooflineError
 from ..parallel import check_parallel
 from ..workload import make_workload
-from .common import CardsOpt, JsonOpt, store
+from .common import CardsOpt, JsonOpt, int_list, store
 from .output import emit
 from .predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, TokOpt, tokens
-from .sweep_cmd import _int_list
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model card.")]
@@ -60,7 +59,7 @@ def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
     check_parallel(card, hwc, wl.tp, wl.pp)
-    data = _plots().plot_sweep(card, hwc, wl, _int_list("--concurrency", concurrency), _check_suffix(out))
+    data = _plots().plot_sweep(card, hwc, wl, int_list("--concurrency", concurrency), _check_suffix(out))
     _done(out, data, as_json)
 
 

@@ -7,25 +7,14 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ..errors import RooflineError
 from ..grid import sweep_arrays
 from ..memory import Deployment, max_concurrency
 from ..parallel import check_parallel
 from ..request import predict
 from ..workload import make_workload
-from .common import CardsOpt, JsonOpt, store
+from .common import CardsOpt, JsonOpt, int_list, store
 from .output import Column, emit, table
 from .predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, TokOpt, fmt_rate, fmt_s, tokens, write_csv
-
-
-def _int_list(option: str, text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise RooflineError(f"{option}: {text!r} is not a comma-separated list of integers like 1,4,8,16") from None
-    if not values or min(values) <= 0:
-        raise RooflineError(f"{option}: values must be positive integers, got {text!r}")
-    return sorted(set(values))
 
 
 def sweep_cmd(
@@ -39,7 +28,7 @@ def sweep_cmd(
     """Aggregate and per-request tok/s, ITL and TTFT as concurrency grows; stops where memory runs out."""
     st = store(cards)
     card, hwc = st.model(model), st.hardware(hw)
-    levels = _int_list("--concurrency", concurrency)
+    levels = int_list("--concurrency", concurrency)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
     check_parallel(card, hwc, wl.tp, wl.pp)

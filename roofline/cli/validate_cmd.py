@@ -11,11 +11,11 @@ import typer
 from ..calibration import engine_quant
 from ..errors import RooflineError
 from ..fit import error_summary
-from ..published import predict_row, read_rows, summarize
+from ..published import breakdown, predict_row, read_rows, summarize
 from ..reduce import reduce_card
 from ..request import predict
 from ..workload import make_workload
-from .common import CardsOpt, JsonOpt, store
+from .common import CardsOpt, JsonOpt, int_list, store
 from .engine_cmd import engine_modules
 from .output import Column, emit, table
 
@@ -29,12 +29,15 @@ FRESH = dict(cards=["qwen2.5-7b", "mixtral-8x7b", "gemma-3-27b", "mistral-7b"], 
 
 def engine_points(hw, st, device: str, dtype: str, spec: dict, advance) -> list[dict]:
     """Serve each fresh shape in the engine; predict the same shape on `hw`."""
-    engine, bench, _, _ = engine_modules()
+    engine, bench, _, EngineError = engine_modules()
     points = []
     for name in spec["cards"]:
         card = reduce_card(st.model(name), spec["layers"], spec["vocab"])
-        eng = engine.LLMEngine(card, dtype=dtype, device=device, max_num_seqs=max(spec["batches"]),
-                               max_step_tokens=STEP_TOKENS, max_kv_bytes=2e9)
+        try:
+            eng = engine.LLMEngine(card, dtype=dtype, device=device, max_num_seqs=max(spec["batches"]),
+                                   max_step_tokens=STEP_TOKENS, max_kv_bytes=2e9)
+        except EngineError as err:
+            raise RooflineError(str(err)) from None
         for batch in spec["batches"]:
             for prompt in spec["prompts"]:
                 got = _median_request(bench, eng, prompt, spec["output"], batch, spec["repeats"])
@@ -87,6 +90,15 @@ def validate_cmd(
     device: Annotated[str, typer.Option(help="Engine device: cpu or cuda.")] = "cpu",
     dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: the card's calibration dtype).")] = None,
     out: Annotated[Optional[Path], typer.Option("--output-file", "-o", help="Predicted-vs-measured scatter (.png).")] = None,
+    model: Annotated[str, typer.Option("--model", "-m", help="Engine shapes: model cards, comma-separated.")]
+    = ",".join(FRESH["cards"]),
+    batch: Annotated[str, typer.Option(help="Engine shapes: concurrent requests, comma-separated.")]
+    = ",".join(map(str, FRESH["batches"])),
+    prompt: Annotated[str, typer.Option(help="Engine shapes: prompt tokens, comma-separated.")]
+    = ",".join(map(str, FRESH["prompts"])),
+    output: Annotated[int, typer.Option(min=2, help="Engine shapes: tokens generated per request.")] = FRESH["output"],
+    layers: Annotated[int, typer.Option(min=1, help="Engine shapes: first N layers of each card.")] = FRESH["layers"],
+    vocab: Annotated[int, typer.Option(min=2, help="Engine shapes: vocabulary size.")] = FRESH["vocab"],
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Report the predictor's error per metric: median and p90 absolute % error and bias."""
@@ -97,12 +109,16 @@ def validate_cmd(
         raise RooflineError("say what to validate against: --engine-shapes (with --hw) or --published FILE.csv")
     card = st.hardware(hw or "host")
     dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
+    spec = {**FRESH, "cards": [m.strip() for m in model.split(",") if m.strip()], "batches": int_list("--batch", batch),
+            "prompts": int_list("--prompt", prompt), "output": output, "layers": layers, "vocab": vocab}
+    for name in spec["cards"]:
+        st.model(name)  # an unknown card fails here, before any engine starts
     from rich.progress import Progress
 
     with Progress(transient=True) as bar:
         task = bar.add_task("running fresh engine shapes",
-                            total=len(FRESH["cards"]) * len(FRESH["batches"]) * len(FRESH["prompts"]))
-        points = engine_points(card, st, device, dtype, FRESH, lambda: bar.advance(task))
+                            total=len(spec["cards"]) * len(spec["batches"]) * len(spec["prompts"]))
+        points = engine_points(card, st, device, dtype, spec, lambda: bar.advance(task))
     metrics = {k: error_summary([p[f"predicted_{k}"] for p in points], [p[f"measured_{k}"] for p in points])
                for k in METRICS}
     if out:
@@ -127,12 +143,13 @@ def _published(st, path: Path, as_json: bool) -> None:
     if not path.is_file():
         raise RooflineError(f"--published {path}: no such file")
     rows = read_rows(path)
-    needed = {"id", "metric", "value", "hw_card", "model_card", "isl", "osl", "batch"}
-    if not rows or not needed <= set(rows[0]):
+    needed = {"id", "metric", "value", "isl", "osl", "batch"}
+    have = set(rows[0]) if rows else set()
+    if not rows or not needed <= have or not ({"hw_card", "hardware"} & have and {"model_card", "model"} & have):
         raise RooflineError(f"--published {path}: needs the columns of published_train.csv "
-                            f"({', '.join(sorted(needed))})")
+                            f"({', '.join(sorted(needed))}, hw_card or hardware, model_card or model)")
     preds = [predict_row(r, st) for r in rows]
-    data = {"file": str(path), "metrics": summarize(preds),
+    data = {"file": str(path), "metrics": summarize(preds), "by_engine_hardware": breakdown(preds),
             "rows": [{"id": p.row_id, "hardware": p.hw, "model": p.model, "metric": p.metric, "measured": p.measured,
                       "predicted": p.predicted, "error_pct": p.error_pct} for p in preds if p.predicted is not None],
             "skipped": [{"id": p.row_id, "why": p.skipped} for p in preds if p.predicted is None]}
@@ -143,6 +160,11 @@ def _published(st, path: Path, as_json: bool) -> None:
                      Column("bias", "right")],
                     [(k, s["n"], f"{s['median_ape_pct']:.1f}%", f"{s['p90_ape_pct']:.1f}%", f"{s['bias_pct']:+.1f}%")
                      for k, s in data["metrics"].items()])
+        yield table("where the error comes from (engine x hardware)",
+                    ["metric", "engine", "hardware", Column("n", "right"), Column("median |err|", "right"),
+                     Column("bias", "right")],
+                    [(g["metric"], g["engine"], g["hardware"], g["n"], f"{g['median_ape_pct']:.1f}%",
+                      f"{g['bias_pct']:+.1f}%") for g in data["by_engine_hardware"]])
         if data["skipped"]:
             yield table("skipped", ["row", "why"], [(s["id"], s["why"]) for s in data["skipped"]])
 
