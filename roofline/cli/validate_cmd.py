@@ -130,13 +130,17 @@ def validate_cmd(
 
 
 def _render(d: dict):
-    rows = [(k, s["n"], f"{s['median_ape_pct']:.1f}%", f"{s['p90_ape_pct']:.1f}%", f"{s['bias_pct']:+.1f}%")
-            for k, s in d["metrics"].items()]
-    yield table(f"predictor error on {d['hardware']} ({d['efficiency_source']})",
-                ["metric", Column("n", "right"), Column("median |err|", "right"), Column("p90 |err|", "right"),
-                 Column("bias", "right")], rows)
+    yield _error_table(f"predictor error on {d['hardware']} ({d['efficiency_source']})", d["metrics"])
     if d.get("plot"):
         yield f"wrote {d['plot']}"
+
+
+def _error_table(title: str, metrics: dict):
+    """One row per metric: n, median and p90 |error|, bias."""
+    return table(title, ["metric", Column("n", "right"), Column("median |err|", "right"),
+                         Column("p90 |err|", "right"), Column("bias", "right")],
+                 [(k, s["n"], f"{s['median_ape_pct']:.1f}%", f"{s['p90_ape_pct']:.1f}%", f"{s['bias_pct']:+.1f}%")
+                  for k, s in metrics.items()])
 
 
 def _published(st, path: Path, as_json: bool) -> None:
@@ -155,11 +159,8 @@ def _published(st, path: Path, as_json: bool) -> None:
             "skipped": [{"id": p.row_id, "why": p.skipped} for p in preds if p.predicted is None]}
 
     def render():
-        yield table(f"{path.name}: {len(data['rows'])} rows predicted, {len(data['skipped'])} skipped",
-                    ["metric", Column("n", "right"), Column("median |err|", "right"), Column("p90 |err|", "right"),
-                     Column("bias", "right")],
-                    [(k, s["n"], f"{s['median_ape_pct']:.1f}%", f"{s['p90_ape_pct']:.1f}%", f"{s['bias_pct']:+.1f}%")
-                     for k, s in data["metrics"].items()])
+        yield _error_table(f"{path.name}: {len(data['rows'])} rows predicted, {len(data['skipped'])} skipped",
+                           data["metrics"])
         yield table("where the error comes from (engine x hardware)",
                     ["metric", "engine", "hardware", Column("n", "right"), Column("median |err|", "right"),
                      Column("bias", "right")],
