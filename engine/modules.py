@@ -11,6 +11,7 @@ from .rope import Rotary
 
 THIN_ROWS = 32  # CPU linears of up to this many rows run as (weight @ x^T)^T
 
+
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """x [M, in] @ weight[out, in]^T (+ bias). One row on the CPU goes through a matrix-vector kernel: in bf16 it
     streams the weight at 25-46 GB/s where the GEMM path reaches 10-29 GB/s (measured, 2-core Sapphire Rapids).
@@ -24,7 +25,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         if (x.dtype == torch.bfloat16 and 2 <= m <= THIN_ROWS) or (x.dtype == torch.float32 and 8 <= m <= THIN_ROWS):
             y = (weight @ x.t()).t().contiguous()
             return y + bias if bias is not None else y
-        if m > 32 and x.dtype == torch.bfloat16 and gemm_rows(m) != m:
+        if m > THIN_ROWS and x.dtype == torch.bfloat16 and gemm_rows(m) != m:
             return F.linear(F.pad(x, (0, 0, 0, gemm_rows(m) - m)), weight, bias)[:m]
     return F.linear(x, weight, bias)
 

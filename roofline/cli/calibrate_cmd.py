@@ -70,12 +70,12 @@ def calibrate_cmd(
     grid = grid or ("quick" if quick else "full")
     if grid not in GRIDS:
         raise RooflineError(f"--grid {grid}: use {', '.join(GRIDS)}")
-    points = _grid(GRIDS[grid])
+    spec = GRIDS[grid]
+    points = _grid(spec)
     with Progress(transient=True) as bar:
-        task = bar.add_task("measuring the device", total=5 + len(points) * GRIDS[grid]["passes"] + 20)
+        task = bar.add_task("measuring the device", total=5 + len(points) * spec["passes"] + 20)
         measured = _microbench(dev, dtype, grid, lambda n: bar.advance(task, n))
         bar.update(task, description="running engine shapes")
-        spec = GRIDS[grid]
         records = bench.run_grid(points, spec["vocab"], dev, dtype, lambda: bar.advance(task), st, spec["repeats"],
                                  spec["passes"])
         peaks = _measured_peaks(measured) if dev == "cpu" else None
