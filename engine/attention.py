@@ -7,7 +7,7 @@ where each sequence's new tokens sit, how many tokens each had cached, and which
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +23,8 @@ class StepMeta:
     ctx_lens: list[int]  # per sequence: tokens already cached before this step
     block_size: int
     state_slots: list[int | None]  # per sequence: recurrent-state slot (Mamba-2)
+    host_tables: torch.Tensor | None = None  # block_tables on the host (None: block_tables is)
+    memo: dict = field(default_factory=dict)  # tensors every layer of a step shares, built by the first to need them
 
     @property
     def kv_lens(self) -> list[int]:
@@ -87,14 +89,13 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: Pa
     sliding window lets a token see its `window` most recent positions (itself included). Sequences with one new
     token attend together; a chunk with nothing cached attends to its own K/V (causal, no cache read); any other
     chunk reads its cached blocks."""
-    singles = [s for s, n in enumerate(meta.q_lens) if n == 1]
+    singles = tuple(s for s, n in enumerate(meta.q_lens) if n == 1)
     if len(singles) == len(meta.q_lens):
-        return _decode_attention(q, cache, meta.block_tables, meta.kv_lens, meta.block_size, scale, window)
+        return _decode_attention(q, cache, _decode_index(meta, singles, window), scale)
     out = torch.empty_like(q)
     if singles:
         rows = torch.tensor([meta.q_starts[s] for s in singles], device=q.device)
-        out[rows] = _decode_attention(q[rows], cache, meta.block_tables[singles], [meta.kv_lens[s] for s in singles],
-                                      meta.block_size, scale, window)
+        out[rows] = _decode_attention(q[rows], cache, _decode_index(meta, singles, window), scale)
     for s, (q0, n, ctx) in enumerate(zip(meta.q_starts, meta.q_lens, meta.ctx_lens)):
         if n == 1:
             continue
@@ -120,18 +121,33 @@ def _cached_span(cache: PagedKV, table: torch.Tensor, length: int, block_size: i
     return keys[0], values[0], torch.where(pos < length, pos, -1)
 
 
-def _decode_attention(q: torch.Tensor, cache: PagedKV, tables: torch.Tensor, kv_lens: list[int], block_size: int,
-                      scale: float, window: int | None) -> torch.Tensor:
-    """One new token per sequence, q [S, H, D]: read every sequence's blocks at once, padded to the longest span,
+def _decode_index(meta: StepMeta, rows: tuple[int, ...], window: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Block ids [S, n] and the valid-position mask [S, n * block_size] of sequences `rows`, each one new token,
+    padded to the longest span: computed on the host from the step's lengths and built once per step and window
+    (every layer of a kind reuses them; computed per layer on the device, reading the span length back cost a
+    device sync per layer)."""
+    key = ("decode", rows, window)
+    if key not in meta.memo:
+        bs = meta.block_size
+        lens = torch.tensor([meta.ctx_lens[s] + meta.q_lens[s] for s in rows])
+        firsts = lens.new_zeros(lens.shape) if window is None else (lens - window).clamp(min=0)
+        b0, b1 = firsts // bs, (lens + bs - 1) // bs  # blocks [b0, b1) hold positions [first, len)
+        blk = b0[:, None] + torch.arange(int((b1 - b0).max()))[None, :]  # [S, n]
+        tables = (meta.block_tables if meta.host_tables is None else meta.host_tables)[list(rows)].cpu()
+        ids = torch.where(blk < b1[:, None], torch.gather(tables, 1, blk.clamp(max=tables.shape[1] - 1)), 0)
+        pos = (blk[:, :, None] * bs + torch.arange(bs)).flatten(1)  # [S, n * bs]
+        valid = (pos >= firsts[:, None]) & (pos < lens[:, None])
+        device = meta.block_tables.device
+        meta.memo[key] = ids.to(device), valid.to(device)
+    return meta.memo[key]
+
+
+def _decode_attention(q: torch.Tensor, cache: PagedKV, index: tuple[torch.Tensor, torch.Tensor],
+                      scale: float) -> torch.Tensor:
+    """One new token per sequence, q [S, H, D]: read every sequence's blocks at once (`index` from _decode_index)
     and attend in one call, each KV head's group of query heads as its queries ([S, K, H/K, D]: no K/V repeat)."""
-    lens = torch.tensor(kv_lens, device=q.device)
-    firsts = lens.new_zeros(lens.shape) if window is None else (lens - window).clamp(min=0)
-    b0, b1 = firsts // block_size, (lens + block_size - 1) // block_size  # blocks [b0, b1) hold [first, len)
-    blk = b0[:, None] + torch.arange(int((b1 - b0).max()), device=q.device)[None, :]  # [S, n]
-    ids = torch.gather(tables, 1, blk.clamp(max=tables.shape[1] - 1))
-    k, v = cache.read_blocks(torch.where(blk < b1[:, None], ids, torch.zeros_like(ids)))  # [S, n * bs, K, D]
-    pos = (blk[:, :, None] * block_size + torch.arange(block_size, device=q.device)).flatten(1)  # [S, n * bs]
-    valid = (pos >= firsts[:, None]) & (pos < lens[:, None])
+    ids, valid = index
+    k, v = cache.read_blocks(ids)  # [S, n * bs, K, D]
     s, h, d = q.shape
     kv = k.shape[2]
     out = F.scaled_dot_product_attention(q.view(s, kv, h // kv, d), k.transpose(1, 2), v.transpose(1, 2),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import time
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -10,19 +13,20 @@ from .attention import PagedKV, StepMeta, paged_attention
 from .rope import Rotary
 
 THIN_ROWS = 32  # CPU linears of up to this many rows run as (weight @ x^T)^T
+PROBE_SHAPE = (14336, 4096)  # [out, in] of the one-row kernel probe: llama-3.1-8b's MLP up-projection
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x [M, in] @ weight[out, in]^T (+ bias). One row on the CPU goes through a matrix-vector kernel: in bf16 it
-    streams the weight at 25-46 GB/s where the GEMM path reaches 10-29 GB/s (measured, 2-core Sapphire Rapids).
-    Batched decode runs as (weight @ x^T)^T: 8-32 rows in fp32 (x @ weight^T streams the weight at 7-10 GB/s
-    there, the transposed product at ~13), 2-32 rows in bf16 (23 vs 30 GB/s; same machine, engine allocator)."""
+    """x [M, in] @ weight[out, in]^T (+ bias). On the CPU, one row and thin batches (decode) take the kernels that
+    stream the weight fastest on this CPU (`cpu_kernels`); GEMMs of more than THIN_ROWS bf16 rows pad their rows."""
     if x.dim() == 2 and x.device.type == "cpu":
         m = x.shape[0]
-        if m == 1:
+        one_row_mv, thin_transposed = cpu_kernels(x.dtype)
+        if m == 1 and one_row_mv:
             y = torch.mv(weight, x[0])[None]
             return y + bias if bias is not None else y
-        if (x.dtype == torch.bfloat16 and 2 <= m <= THIN_ROWS) or (x.dtype == torch.float32 and 8 <= m <= THIN_ROWS):
+        thin = 2 <= m <= THIN_ROWS if x.dtype == torch.bfloat16 else 8 <= m <= THIN_ROWS
+        if thin and thin_transposed:
             y = (weight @ x.t()).t().contiguous()
             return y + bias if bias is not None else y
         if m > THIN_ROWS and x.dtype == torch.bfloat16 and gemm_rows(m) != m:
@@ -30,10 +34,35 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     return F.linear(x, weight, bias)
 
 
+@functools.cache
+def cpu_kernels(dtype: torch.dtype) -> tuple[bool, bool]:
+    """(one row through torch.mv, thin batches as (weight @ x^T)^T) where each beats F.linear on this CPU, probed
+    once per process on a PROBE_SHAPE weight (~0.5 s). The winners depend on the CPU. 2-core Sapphire Rapids: one
+    bf16 row streamed 25-46 GB/s through mv and 10-29 through the GEMM path; 2-32 bf16 rows 30 GB/s transposed and
+    23 through F.linear; 8-32 fp32 rows ~13 transposed and 7-10 through F.linear. 2-core EPYC (AVX512-BF16): on
+    weights 4096 wide, bf16 mv ran 9-12 GB/s and 4 transposed rows 11-13, F.linear 21 for both; on other widths all
+    three ran 16-22, so F.linear streams every shape alike there."""
+    w = torch.randn(PROBE_SHAPE, dtype=dtype)
+    one, thin = torch.randn(1, PROBE_SHAPE[1], dtype=dtype), torch.randn(8, PROBE_SHAPE[1], dtype=dtype)
+
+    def best(fn) -> float:
+        fn()
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    return (best(lambda: torch.mv(w, one[0])) <= best(lambda: F.linear(one, w)),
+            best(lambda: (w @ thin.t()).t().contiguous()) <= best(lambda: F.linear(thin, w)))
+
+
 def matrix_vector_rows(device: str, dtype: torch.dtype) -> int:
-    """Rows up to which `linear` runs bandwidth-bound matrix-vector kernels (roofline's gemv_max_tokens): bf16 on
-    the CPU streams the weight at ~30 GB/s up to THIN_ROWS rows; fp32 (13 GB/s at 8-32 rows) and CUDA only at 1."""
-    return THIN_ROWS if device == "cpu" and dtype == torch.bfloat16 else 1
+    """Rows up to which `linear` streams the weight like a matrix-vector product (roofline's gemv_max_tokens):
+    THIN_ROWS where bf16 thin batches run transposed on the CPU (~30 GB/s up to 32 rows on Sapphire Rapids); else 1
+    (fp32's transposed rows stream at less than half a row's rate; F.linear and CUDA ramp as GEMMs)."""
+    return THIN_ROWS if device == "cpu" and dtype == torch.bfloat16 and cpu_kernels(dtype)[1] else 1
 
 
 def gemm_rows(m: int) -> int:
@@ -158,7 +187,7 @@ class Attention(nn.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         if self.rope is not None:
-            q, k = self.rope.apply(q, meta.positions), self.rope.apply(k, meta.positions)
+            q, k = self.rope.apply(q, meta), self.rope.apply(k, meta)
         if self.k_eq_v:
             v = k  # the cache keeps one tensor: values are the stored (normed, rotated) keys
         cache.write(meta.slots, k, v)

@@ -64,9 +64,20 @@ class Rotary:
             self.sin = (emb.sin() * self.mscale).to(device)
         return self.cos, self.sin
 
-    def apply(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        cos, sin = self._tables(int(positions.max()) + 1, x.device, x.dtype)
-        cos, sin = cos[positions].to(x.dtype)[:, None, :], sin[positions].to(x.dtype)[:, None, :]
+    def step_tables(self, meta, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin [T, 1, rot_dim] at the step's positions, built once per step (in `meta.memo`) for every layer
+        that shares this table; the longest position comes from the host's lengths (reading it off the device
+        cost a sync per layer)."""
+        key = ("rope", id(self), dtype)
+        if key not in meta.memo:
+            longest = max(c + n for c, n in zip(meta.ctx_lens, meta.q_lens))
+            cos, sin = self._tables(longest, meta.positions.device, dtype)
+            meta.memo[key] = cos[meta.positions].to(dtype)[:, None, :], sin[meta.positions].to(dtype)[:, None, :]
+        return meta.memo[key]
+
+    def apply(self, x: torch.Tensor, meta) -> torch.Tensor:
+        """x [T, heads, head_dim] rotated at the positions of `meta` (a StepMeta)."""
+        cos, sin = self.step_tables(meta, x.dtype)
         rot, rest = x[..., : self.rot_dim], x[..., self.rot_dim:]
         half = self.rot_dim // 2
         rotated = torch.cat([-rot[..., half:], rot[..., :half]], dim=-1)

@@ -42,7 +42,7 @@ def step_meta(work: list[Scheduled], block_size: int, device) -> tuple[torch.Ten
     rows = torch.repeat_interleave(torch.arange(len(work)), torch.tensor(q_lens))
     slots = tables[rows, pos // block_size] * block_size + pos % block_size
     meta = StepMeta(pos.to(device), slots.to(device), tables.to(device), q_starts, q_lens, ctx_lens, block_size,
-                    [w.seq.state_slot for w in work])
+                    [w.seq.state_slot for w in work], tables)
     return torch.tensor(ids, dtype=torch.long, device=device), meta
 
 

@@ -30,6 +30,13 @@ CPU_PARAMS = ("memory", "memory_gemv", "memory_kv", "compute", "gemm_half_tokens
 GEMV_MAX_TOKENS = (1, 4, 8, 16, 32)
 GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens",)
 HELD_OUT_SHARE = 0.3
+# Where the fit starts besides the card's defaults: the GEMM ramp trades `compute` against `gemm_half_tokens` (a
+# lower plateau reached sooner fits mid-size prefill nearly as well), and from the CPU defaults alone 3 of 7 quick
+# calibrations on a 2-core Sapphire Rapids VM settled at compute 0.48-0.62 / half 37-55 tokens (14-33% TTFT error on
+# fresh shapes) where the other 4 found 0.85-0.90 / 90-110 tokens (3-6%). The start with the least loss wins.
+RAMP_STARTS = ({}, {"compute": 0.95, "gemm_half_tokens": 128.0}, {"compute": 0.5, "gemm_half_tokens": 32.0})
+# what the card keeps of each measured step (enough to refit it offline: `fit_records(card.calibration[...])`)
+MEASUREMENT_KEYS = ("card", "layers", "vocab", "dtype", "phase", "batch", "context", "new_tokens", "seconds")
 
 
 def engine_quant(dtype: str, weights: str | None = None) -> str:
@@ -75,8 +82,8 @@ def fit_records(records: list[dict], hw: HardwareCard, store: CardStore, on_step
     params = CPU_PARAMS if hw.kind == "cpu" else GPU_PARAMS
     measured = [r["seconds"] for r in fit]
     candidates = (gemv_max_tokens,) if gemv_max_tokens else GEMV_MAX_TOKENS
-    fits = [fit_efficiency(predict(fit), measured, replace(expected_efficiency(hw), gemv_max_tokens=rows), params,
-                           on_step=on_step) for rows in candidates]
+    fits = [fit_efficiency(predict(fit), measured, replace(expected_efficiency(hw), gemv_max_tokens=rows, **start),
+                           params, on_step=on_step) for rows in candidates for start in RAMP_STARTS]
     eff = min(fits, key=lambda e: fit_loss(predict(fit), measured, e))
     summary = {}
     for label, rows in (("fit", fit), ("held_out", held)):
@@ -107,6 +114,8 @@ def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured
         **meta, "date": dt.date.today().isoformat(), "values": values, "microbench": measured,
         "residuals": {k: v for k, v in summary.items() if not k.endswith("_points")},
         "points": {"fit": len(summary["fit_points"]), "held_out": len(summary["held_out_points"])},
+        "measurements": [{**{k: r[k] for k in MEASUREMENT_KEYS}, "split": split, "predicted_s": r["predicted"]}
+                         for split in ("fit", "held_out") for r in summary[f"{split}_points"]],
     }
     data.pop("efficiency", None)
     return data

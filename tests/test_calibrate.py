@@ -15,6 +15,7 @@ from conftest import run_cli
 from roofline.calibration import fit_records, is_held_out, predict_step, write_card_atomic
 from roofline.cards import CardStore
 from roofline.efficiency import expected_efficiency
+from roofline.hardware import HardwareCard
 
 STORE = CardStore()
 
@@ -62,7 +63,45 @@ def test_atomic_write_keeps_the_old_card_when_interrupted(tmp_path, monkeypatch)
     assert [p.name for p in (tmp_path / "hardware").iterdir()] == ["box.yaml"]
 
 
+def test_grid_runs_the_phases_each_model_names():
+    from roofline.cli.calibrate_cmd import QUICK, _grid
+
+    points = _grid(QUICK)
+    two = [p for p in points if p["layers"] == 2]
+    assert two and {p["phase"] for p in two} == {"decode"} and {p["card"] for p in two} == {"llama-3.1-8b"}
+    per_model = len(QUICK["contexts"]) * (len(QUICK["prefill"]) + len(QUICK["decode_batches"]))
+    assert len(points) == 3 * per_model + len(QUICK["contexts"]) * len(QUICK["decode_batches"])
+
+
+def test_engine_dtype_follows_the_measured_gemm_peaks():
+    from roofline.cli.calibrate_cmd import _engine_dtype
+
+    def gemm(fp32, bf16):
+        return {"gemm": {"fp32": {"peak_flop_per_s": fp32}, "bf16": {"peak_flop_per_s": bf16}}}
+
+    assert _engine_dtype("cpu", gemm(155e9, 426e9)) == "bf16"  # AVX512-BF16 EPYC
+    assert _engine_dtype("cpu", gemm(155e9, 90e9)) == "fp32"  # bf16 emulated
+    assert _engine_dtype("cuda", gemm(50e12, 40e12)) == "bf16"
+
+
 pytest.importorskip("torch")
+
+
+def test_long_steps_are_timed_once_in_one_pass(monkeypatch):
+    from engine import bench
+
+    calls = []
+
+    def fake_measure(eng, phase, batch, context, new_tokens, repeats):
+        calls.append(new_tokens)
+        return 2 * bench.LONG_STEP_S if new_tokens > 100 else 0.01
+
+    monkeypatch.setattr(bench, "measure", fake_measure)
+    monkeypatch.setattr(bench, "LLMEngine", lambda *a, **k: object())
+    points = [dict(card="x", layers=1, phase="prefill", batch=1, context=0, new_tokens=n) for n in (10, 200)]
+    records = bench.run_grid(points, 64, "cpu", "fp32", passes=3)
+    assert calls == [10, 200, 10, 10]  # the long point is not run again in passes 2 and 3
+    assert [r["seconds"] for r in records] == [0.01, 2 * bench.LONG_STEP_S]
 
 
 def test_calibrate_smoke_writes_a_card_predict_uses(tmp_path):
@@ -74,6 +113,12 @@ def test_calibrate_smoke_writes_a_card_predict_uses(tmp_path):
     cal = card["calibration"]
     assert {"date", "device", "torch", "values", "residuals", "points", "microbench"} <= set(cal)
     assert cal["points"]["fit"] + cal["points"]["held_out"] == 8
+    # the card keeps every measured step: refitting them offline gives back the stored values
+    assert len(cal["measurements"]) == 8 and {m["split"] for m in cal["measurements"]} == {"fit", "held_out"}
+    probe = HardwareCard.model_validate({k: v for k, v in card.items() if k != "calibration"})
+    refit, _ = fit_records(cal["measurements"], probe, STORE, gemv_max_tokens=cal["values"]["gemv_max_tokens"])
+    assert refit.memory == pytest.approx(cal["values"]["memory"], rel=1e-9)
+    assert refit.step_overhead_s == pytest.approx(cal["values"]["step_overhead_s"], rel=1e-9)
     assert result["measured"]["read_bytes_per_s"] > 1e9
     pred = run_cli("predict", "-m", "qwen2.5-3b", "--hw", "host", "--layers", "1", "--json",
                    env={"ROOFLINE_HOME": str(home)})

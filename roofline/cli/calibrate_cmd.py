@@ -14,19 +14,23 @@ from .common import CardsOpt, JsonOpt, store
 from .engine_cmd import engine_modules
 from .output import Column, emit, table
 
-# Engine grids: dense (llama), MoE (qwen3-30b-a3b), sliding window + MoE (gpt-oss-20b). One layer of each keeps
-# the shapes exact and the run short; vocab 4096 keeps the lm_head from dominating. `repeats`: steps per point (the
-# median is kept); `passes`: passes over the grid (the fastest is kept). On the 2-core CI machine a point's median
-# was at times 1.9x its usual value for a whole burst of steps (llama-3.1-8b 1 x 256 tokens: 170 ms, else 85-102),
-# which moved the quick grid's fit (one point per shape); a second pass has to meet the same spell to keep it.
-QUICK = dict(cards=["llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b"], layers=[1], vocab=4096,
-             prefill=[(1, 64), (1, 256), (4, 128), (8, 256)], decode_batches=[1, 4, 16, 32], contexts=[64, 512],
-             repeats=3, passes=2)
+# Engine grids: dense (llama), MoE (qwen3-30b-a3b), sliding window + MoE (gpt-oss-20b), each `models` entry a card,
+# its first N layers and the phases it runs. One layer keeps the shapes exact and the run short; decode steps of a
+# second layer show the fit a cost per layer apart from the cost per step (with one layer the two are one
+# unknown; the 2-layer steps cost 4-8 of the quick grid's ~100 s on a 2-core EPYC). Vocab 4096
+# keeps the lm_head from dominating. `repeats`: steps per point (the median is kept); `passes`: passes over a
+# model's points (the fastest is kept). On the 2-core CI machine a point's median was at times 1.9x its usual
+# value for a whole burst of steps (llama-3.1-8b 1 x 256 tokens: 170 ms, else 85-102), which moved the quick
+# grid's fit (one point per shape); a second pass has to meet the same spell to keep it.
+QUICK = dict(models=[("llama-3.1-8b", 1), ("llama-3.1-8b", 2, ("decode",)), ("qwen3-30b-a3b", 1), ("gpt-oss-20b", 1)],
+             vocab=4096, prefill=[(1, 64), (1, 256), (4, 128), (8, 256)], decode_batches=[1, 4, 16, 32],
+             contexts=[64, 512], repeats=3, passes=2)
 # a seconds-long grid for tests and smoke checks: one small dense card
-SMOKE = dict(cards=["qwen2.5-3b"], layers=[1], vocab=512, prefill=[(1, 32), (2, 64)], decode_batches=[1, 4],
+SMOKE = dict(models=[("qwen2.5-3b", 1)], vocab=512, prefill=[(1, 32), (2, 64)], decode_batches=[1, 4],
              contexts=[16, 128], repeats=3, passes=1)
-FULL = dict(cards=["llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-20b", "gemma-3-27b"],
-            layers=[1, 2], vocab=8192, prefill=[(1, 64), (1, 256), (1, 512), (4, 128), (8, 128), (8, 256)],
+FULL = dict(models=[(card, layers) for card in ("llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "mixtral-8x7b",
+                                                "gpt-oss-20b", "gemma-3-27b") for layers in (1, 2)],
+            vocab=8192, prefill=[(1, 64), (1, 256), (1, 512), (4, 128), (8, 128), (8, 256)],
             decode_batches=[1, 2, 4, 8, 16, 32], contexts=[64, 512, 2048], repeats=3, passes=1)
 
 
@@ -35,11 +39,13 @@ GRIDS = {"quick": QUICK, "full": FULL, "smoke": SMOKE}
 
 def _grid(spec: dict) -> list[dict]:
     points = []
-    for card in spec["cards"]:
-        for layers in spec["layers"]:
-            for ctx in spec["contexts"]:
+    for card, layers, *phases in spec["models"]:
+        phases = phases[0] if phases else ("prefill", "decode")
+        for ctx in spec["contexts"]:
+            if "prefill" in phases:
                 points += [dict(card=card, layers=layers, phase="prefill", batch=b, context=ctx, new_tokens=n)
                            for b, n in spec["prefill"]]
+            if "decode" in phases:
                 points += [dict(card=card, layers=layers, phase="decode", batch=b, context=ctx, new_tokens=1)
                            for b in spec["decode_batches"]]
     return points
@@ -51,7 +57,7 @@ def calibrate_cmd(
     grid: Annotated[Optional[str], typer.Option(help="quick, full or smoke (seconds; for tests).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Card directory (default: $ROOFLINE_HOME).")] = None,
     hw: Annotated[Optional[str], typer.Option("--hw", help="Base card (default: recognised device or this host).")] = None,
-    dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: bf16 on CUDA and AMX CPUs, else fp32).")] = None,
+    dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: bf16 on CUDA and on CPUs whose bf16 GEMM doubles fp32, else fp32).")] = None,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Measure the device, run engine shapes, fit the predictor's efficiencies, and write a calibrated card."""
@@ -66,7 +72,6 @@ def calibrate_cmd(
         raise RooflineError(str(err)) from None
     st = store(cards)
     base = st.hardware(hw) if hw else (st.hardware(device_info.name(dev)) if dev == "cuda" else host_card())
-    dtype = dtype or _engine_dtype(dev, base)
     grid = grid or ("quick" if quick else "full")
     if grid not in GRIDS:
         raise RooflineError(f"--grid {grid}: use {', '.join(GRIDS)}")
@@ -74,7 +79,7 @@ def calibrate_cmd(
     points = _grid(spec)
     with Progress(transient=True) as bar:
         task = bar.add_task("measuring the device", total=5 + len(points) * spec["passes"] + 20)
-        measured = _microbench(dev, dtype, grid, lambda n: bar.advance(task, n))
+        measured, dtype = _microbench(dev, dtype, grid, lambda n: bar.advance(task, n))
         bar.update(task, description="running engine shapes")
         records = bench.run_grid(points, spec["vocab"], dev, dtype, lambda: bar.advance(task), st, spec["repeats"],
                                  spec["passes"])
@@ -96,24 +101,27 @@ def calibrate_cmd(
     emit(result, as_json, lambda: _render(result))
 
 
-def _engine_dtype(dev: str, base) -> str:
-    """bf16 on CUDA and on CPUs whose bf16 matrix units at least double fp32 (AMX); fp32 otherwise."""
-    peaks = base.peak_flops.as_dict()
-    return "bf16" if dev == "cuda" or peaks.get("bf16", 0) > 2 * peaks.get("fp32", float("inf")) else "fp32"
+def _engine_dtype(dev: str, measured: dict) -> str:
+    """bf16 on CUDA, and on CPUs whose measured bf16 GEMM at least doubles fp32 (AMX; AVX512-BF16 on a 2-core EPYC
+    VM: 426 vs 155 GFLOP/s at 256 x 3584 x 18944); fp32 otherwise (bf16 emulated in fp32 units runs slower)."""
+    peaks = {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()}
+    return "bf16" if dev == "cuda" or peaks.get("bf16", 0) >= 2 * peaks["fp32"] else "fp32"
 
 
-def _microbench(dev: str, dtype: str, grid: str, advance) -> dict:
+def _microbench(dev: str, dtype: str | None, grid: str, advance) -> tuple[dict, str]:
+    """The device's figures and the engine dtype: `dtype`, or chosen from the measured GEMM peaks."""
     from engine import microbench
 
     full = grid == "full"
     measured = {"bandwidth": microbench.bandwidth(dev, 1 << 30 if full else 1 << 29)}
     advance(1)
-    measured["gemm"] = microbench.gemm(dev, ("fp32", dtype) if dtype != "fp32" else ("fp32",))
+    measured["gemm"] = microbench.gemm(dev, ("fp32", "bf16") if dtype in (None, "bf16") else ("fp32", dtype))
+    dtype = dtype or _engine_dtype(dev, measured)
     advance(2)
     measured["attention"] = microbench.attention(dev, dtype, (256, 1024, 4096) if full else (256, 1024))
     measured["launch_s"] = microbench.launch_overhead(dev)
     advance(2)
-    return measured
+    return measured, dtype
 
 
 def _measured_peaks(measured: dict) -> dict:
