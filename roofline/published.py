@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .cards import CardStore
-from .efficiency import Efficiency, expected_efficiency
+from .efficiency import CEILING, Efficiency, expected_efficiency
 from .errors import RooflineError
 from .fit import error_summary
 from .formats import weight_format
@@ -45,10 +45,21 @@ class RowPrediction:
     hw: str = ""
     model: str = ""
     engine: str = ""
+    ceiling: float | None = None  # the metric at datasheet peaks with no overhead (`predict_row(..., ceiling=True)`)
 
     @property
     def error_pct(self) -> float | None:
         return None if self.predicted is None else 100.0 * (self.predicted - self.measured) / self.measured
+
+    @property
+    def beyond_ceiling(self) -> bool:
+        """Measured faster than the hardware card's peaks allow under the row's stated conditions: a throughput
+        above its ceiling, a latency below it. Such a row ran something else (a cached or shorter prompt, other
+        routing, another clock) or the card's peaks are wrong; no efficiency can fit it."""
+        if self.ceiling is None or self.predicted is None:
+            return False
+        latency = _split_normalisation(self.metric)[0] in LATENCY_MS
+        return self.measured < self.ceiling if latency else self.measured > self.ceiling
 
 
 def _is_gguf(row: dict) -> bool:
@@ -87,9 +98,10 @@ def _depth(row: dict) -> int:
     return int(m.group(1)) if m else 0
 
 
-def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None) -> RowPrediction:
-    """Predict one CSV row's metric; `eff` overrides the card's expected efficiency (used when fitting). A row
-    roofline cannot read (unknown card or format, bad number) comes back with `skipped` saying why."""
+def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceiling: bool = False) -> RowPrediction:
+    """Predict one CSV row's metric; `eff` overrides the card's expected efficiency (used when fitting); `ceiling`
+    also predicts it at datasheet peaks. A row roofline cannot read (unknown card or format, bad number) comes back
+    with `skipped` saying why."""
     try:
         out = RowPrediction(row["id"], row["metric"], float(row["value"]), None,
                             hw=row.get("hw_card") or row.get("hardware", ""),
@@ -101,6 +113,7 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None) -> R
         card, hw, gpus = cards_of(row, store)
         out.model, out.hw = card.name, hw.name
         out.predicted = _predict(row, card, hw, gpus, eff or expected_efficiency(hw))
+        out.ceiling = _predict(row, card, hw, gpus, CEILING) if ceiling and out.predicted is not None else None
     except (RooflineError, ValueError) as err:
         out.skipped = str(err)
     if out.predicted is None and not out.skipped:

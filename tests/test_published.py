@@ -119,3 +119,20 @@ def test_card_match_refuses_text_that_names_no_card():
 
     with pytest.raises(UnknownNameError, match="names no card"):
         CardStore().match("hardware", "Intel Gaudi 3 128GB")
+
+
+def test_rows_beyond_the_datasheet_ceiling_are_flagged(published_rows, unseen_csv):
+    """The ceiling (peaks, no overhead) bounds every expected prediction; Ollama's llama3.1:70b prefill on Spark
+    (H149, 1,911 tok/s) is beyond it: 2 x 70.6B FLOP per token at the dgx-spark card's peaks allow under 1,500."""
+    from roofline.published import read_rows
+
+    store = CardStore()
+    rows = [*published_rows, *read_rows(unseen_csv)]
+    got = {p.row_id: p for p in (predict_row(r, store, ceiling=True) for r in rows)}
+    for p in (p for p in got.values() if p.predicted is not None):
+        faster = p.predicted / p.ceiling if p.metric.endswith("_ms") else p.ceiling / p.predicted
+        assert faster >= 1 - 1e-9, p.row_id
+    assert got["H149"].beyond_ceiling and got["H149"].measured > got["H149"].ceiling
+    assert not got["H143"].beyond_ceiling and not got["H006"].beyond_ceiling
+    assert got["U1"].ceiling < got["U1"].predicted and not got["U1"].beyond_ceiling  # ttft 100 ms: a latency above it
+    assert predict_row(published_rows[0], store).ceiling is None  # only on request
