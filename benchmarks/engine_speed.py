@@ -23,9 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
-
-from engine.engine import DTYPES, LLMEngine  # noqa: E402
-from engine.microbench import Contention, undisturbed  # noqa: E402
+from roofline.engine.engine import DTYPES, LLMEngine  # noqa: E402
+from roofline.engine.measure.microbench import Contention, undisturbed  # noqa: E402
 
 DECODE_TARGET, PREFILL_TARGET = 0.85, 0.70
 DISCARDED = [0]  # runs thrown away because other processes used the CPU meanwhile

@@ -23,10 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
-
-from engine.engine import LLMEngine  # noqa: E402
-from engine.hf_export import load_into_hf  # noqa: E402
-from engine.microbench import Contention, undisturbed  # noqa: E402
+from roofline.engine.engine import LLMEngine  # noqa: E402
+from roofline.engine.measure.microbench import Contention, undisturbed  # noqa: E402
+from roofline.engine.model.hf_export import load_into_hf  # noqa: E402
 
 DECODE_TARGET, BATCH_TARGET = 1.0, 1.5
 

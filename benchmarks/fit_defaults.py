@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from roofline.cards import CardStore
-from roofline.efficiency import DEFAULTS, Efficiency, default_key
-from roofline.fit import fit_efficiency, log_errors
-from roofline.published import predict_row, read_rows, summarize
+from roofline.calibrate.fit import fit_efficiency, log_errors
+from roofline.calibrate.published import predict_row, read_rows, summarize
+from roofline.cards.hardware import default_key
+from roofline.cards.store import CardStore
+from roofline.perf.efficiency import DEFAULTS, Efficiency
 
 CSV = Path(__file__).resolve().parents[2] / "shared" / "reference" / "published_train.csv"
 FRACTIONS = ("memory", "compute", "compute_int8", "compute_fp4", "attention")

@@ -17,10 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from roofline.engine.engine import LLMEngine  # noqa: E402
+from roofline.engine.measure.bench import measure  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
-
-from engine.bench import measure  # noqa: E402
-from engine.engine import LLMEngine  # noqa: E402
 
 
 def main() -> None:

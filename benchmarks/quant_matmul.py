@@ -22,8 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
-
-from engine.quant import QuantLinear, weight_bytes  # noqa: E402
+from roofline.engine.model.quant import QuantLinear, weight_bytes  # noqa: E402
 
 SHAPES = [  # (label, rows, in, out)
     ("decode  up/gate", 1, 4096, 14336),

@@ -7,8 +7,7 @@ import ctypes.util
 import sys
 
 import torch
-
-from .model import EngineError
+from roofline.engine.model.transformer import EngineError
 
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc mallopt() parameters (<malloc.h>)
 KEPT_BYTES = 1 << 30  # free memory the heap keeps at its top: a step's buffers (tens to hundreds of MB) stay mapped
@@ -29,7 +28,7 @@ def name(device: str) -> str:
     """'NVIDIA H100 80GB HBM3' (matches the hardware cards' aliases) or the CPU's model name."""
     if device.startswith("cuda"):
         return torch.cuda.get_device_name(torch.device(device))
-    from roofline.host import _cpuinfo
+    from roofline.cards.host import _cpuinfo
 
     return _cpuinfo()[0]
 

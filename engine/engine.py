@@ -11,19 +11,18 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+from roofline.engine.core.block_manager import BlockManager
+from roofline.engine.core.scheduler import Scheduled, Scheduler
+from roofline.engine.core.sequence import Sequence
+from roofline.engine.device import keep_freed_memory
+from roofline.engine.model.runner import make_caches, run_step, sample
+from roofline.engine.model.transformer import EngineError, Transformer, init_weights
 
-from roofline.cards import CardStore
-from roofline.kv import kv_bytes
-from roofline.modelcard import ModelCard
-from roofline.params import weight_bytes
-from roofline.reduce import reduce_card
-
-from .block_manager import BlockManager
-from .device import keep_freed_memory
-from .model import EngineError, Transformer, init_weights
-from .runner import make_caches, run_step, sample
-from .scheduler import Scheduled, Scheduler
-from .sequence import Sequence
+from roofline.cards.model import ModelCard
+from roofline.cards.store import CardStore
+from roofline.sizing.kv import kv_bytes
+from roofline.sizing.params import weight_bytes
+from roofline.sizing.reduce import reduce_card
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}
 KV_FORMAT = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp64": "fp32", "int8": "q8_0"}
@@ -98,7 +97,7 @@ class LLMEngine:
         model = model.to_empty(device="cpu")  # allocated once, in the target dtype
         init_weights(model, self.cfg.seed)
         if self.cfg.weight_format:
-            from .quant import quantize_linears
+            from roofline.engine.model.quant import quantize_linears
 
             quantize_linears(model, self.cfg.weight_format)
         return model.to(self.device).eval()

@@ -1,7 +1,7 @@
-"""Seed 000/001/002's KV-cache sizes, from the one KV formula (roofline.kv)."""
+"""Seed 000/001/002's KV-cache sizes, from the one KV formula (roofline.sizing.kv)."""
 
-from roofline.cards import CardStore
-from roofline.kv import kv_bytes, kv_bytes_per_token
+from roofline.cards.store import CardStore
+from roofline.sizing.kv import kv_bytes, kv_bytes_per_token
 
 GiB, MiB, KiB = 2**30, 2**20, 2**10
 

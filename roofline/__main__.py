@@ -1,3 +1,3 @@
-from .cli.app import main
+from roofline.cli.app import main
 
 main()

@@ -12,10 +12,15 @@ import pytest
 import yaml
 from conftest import run_cli
 
-from roofline.calibration import fit_records, is_held_out, predict_step, write_card_atomic
-from roofline.cards import CardStore
-from roofline.efficiency import expected_efficiency
-from roofline.hardware import HardwareCard
+from roofline.calibrate.calibration import (
+    fit_records,
+    is_held_out,
+    predict_step,
+    write_card_atomic,
+)
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.store import CardStore
+from roofline.perf.efficiency import expected_efficiency
 
 STORE = CardStore()
 
@@ -88,7 +93,7 @@ pytest.importorskip("torch")
 
 
 def test_long_steps_are_timed_once_in_one_pass(monkeypatch):
-    from engine import bench
+    from roofline.engine.measure import bench
 
     calls = []
 
@@ -140,11 +145,11 @@ def test_interrupted_calibration_leaves_previous_card(tmp_path):
 
 def test_kv_reads_run_at_their_own_bandwidth_fraction():
     """memory_kv scales exactly the attention core of a KV-bound decode step; the weight streams keep `memory`."""
-    from roofline.calibration import engine_quant
-    from roofline.ops import Step
-    from roofline.reduce import reduce_card
-    from roofline.request import timed_step
-    from roofline.workload import Workload
+    from roofline.calibrate.calibration import engine_quant
+    from roofline.perf.ops import Step
+    from roofline.perf.request import timed_step
+    from roofline.perf.workload import Workload
+    from roofline.sizing.reduce import reduce_card
 
     hw, card = STORE.hardware("h100-sxm"), reduce_card(STORE.model("llama-3.1-8b"), 1, 4096)
     wl = Workload(prompt_tokens=1, quant=engine_quant("bf16"), kv_quant="bf16")
@@ -158,11 +163,11 @@ def test_kv_reads_run_at_their_own_bandwidth_fraction():
 def test_thin_gemms_up_to_gemv_max_tokens_stream_like_one_row():
     """Up to gemv_max_tokens rows a linear layer costs what one row costs (bandwidth-bound, no ramp); one row more
     and the GEMM ramp and `memory` apply."""
-    from roofline.calibration import engine_quant
-    from roofline.ops import Step
-    from roofline.reduce import reduce_card
-    from roofline.request import timed_step
-    from roofline.workload import Workload
+    from roofline.calibrate.calibration import engine_quant
+    from roofline.perf.ops import Step
+    from roofline.perf.request import timed_step
+    from roofline.perf.workload import Workload
+    from roofline.sizing.reduce import reduce_card
 
     hw, card = STORE.hardware("h100-sxm"), reduce_card(STORE.model("llama-3.1-8b"), 1, 4096)
     wl = Workload(prompt_tokens=1, quant=engine_quant("bf16"), kv_quant="bf16")
@@ -176,7 +181,7 @@ def test_thin_gemms_up_to_gemv_max_tokens_stream_like_one_row():
 @pytest.mark.parametrize("tokens", [1, 2, 7, 64, 512])
 def test_gemv_expert_share_is_the_binomial_share(tokens):
     """One row: E*T*p*(1-p)^(T-1) / touched (exactly one token); rows >= T: every touched expert."""
-    from roofline.ops import expected_experts_touched, gemv_expert_share
+    from roofline.perf.ops import expected_experts_touched, gemv_expert_share
 
     e, k = 128, 8
     p = k / e

@@ -3,10 +3,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from roofline.cards import CardStore, bundled_dir
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.model import expand_pattern
+from roofline.cards.store import CardStore, bundled_dir
 from roofline.errors import CardError, UnknownNameError
-from roofline.hardware import HardwareCard
-from roofline.modelcard import expand_pattern
 
 SPARK = bundled_dir() / "hardware" / "dgx-spark.yaml"
 

@@ -6,14 +6,13 @@ torch = pytest.importorskip("torch")
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from roofline.engine.core.block_manager import BlockManager  # noqa: E402
+from roofline.engine.core.sequence import Sequence  # noqa: E402
+from roofline.engine.engine import LLMEngine  # noqa: E402
+from roofline.engine.model.attention import StepMeta  # noqa: E402
+from roofline.engine.model.runner import make_caches, run_step  # noqa: E402
+from roofline.engine.model.transformer import EngineError  # noqa: E402
 from tiny_cards import TINY  # noqa: E402
-
-from engine.attention import StepMeta  # noqa: E402
-from engine.block_manager import BlockManager  # noqa: E402
-from engine.engine import LLMEngine  # noqa: E402
-from engine.model import EngineError  # noqa: E402
-from engine.runner import make_caches, run_step  # noqa: E402
-from engine.sequence import Sequence  # noqa: E402
 
 
 def engine(card, **kw):
@@ -164,7 +163,7 @@ def test_block_manager_never_leaks_or_double_frees(ops):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_linear_fast_paths_match_the_reference(rows, dtype):
     """The one-row, transposed (8-32 rows) and row-padded (bf16, >32 rows) paths give F.linear's product."""
-    from engine.modules import linear
+    from roofline.engine.model.modules import linear
 
     g = torch.Generator().manual_seed(rows)
     x, w, b = (torch.randn(*s, generator=g) for s in ((rows, 96), (80, 96), (80,)))
@@ -176,7 +175,7 @@ def test_linear_fast_paths_match_the_reference(rows, dtype):
 
 @given(st.integers(1, 1 << 16))
 def test_gemm_rows_pads_by_at_most_a_sixteenth_over_256_rows(m):
-    from engine.modules import gemm_rows
+    from roofline.engine.model.modules import gemm_rows
 
     padded = gemm_rows(m)
     assert m <= padded <= max(m * 17 / 16, m + 15)
@@ -184,14 +183,14 @@ def test_gemm_rows_pads_by_at_most_a_sixteenth_over_256_rows(m):
 
 
 def test_gemm_rows_reuses_few_shapes():
-    from engine.modules import gemm_rows
+    from roofline.engine.model.modules import gemm_rows
 
     assert len({gemm_rows(m) for m in range(33, 4097)}) <= 100
 
 
 def test_a_card_cut_to_layers_without_attention_still_serves():
     """nemotron-3-nano's first layer is a Mamba-2 mixer: no KV at all, so the pool is a fixed count of blocks."""
-    from engine.engine import BLOCKS_WITHOUT_KV
+    from roofline.engine.engine import BLOCKS_WITHOUT_KV
 
     eng = LLMEngine("nemotron-3-nano", layers=1, vocab=64, dtype="fp32")
     assert not any(lay.is_attention for lay in eng.model.layers_spec)

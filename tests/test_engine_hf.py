@@ -10,15 +10,20 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from roofline.engine.engine import LLMEngine  # noqa: E402
+from roofline.engine.model.attention import StepMeta  # noqa: E402
+from roofline.engine.model.hf_export import (  # noqa: E402
+    guess_family,
+    hf_config,
+    load_into_hf,
+    to_hf_state_dict,
+)
+from roofline.engine.model.runner import make_caches  # noqa: E402
+from roofline.engine.model.transformer import RMS_EPS, EngineError  # noqa: E402
 from tiny_cards import TINY  # noqa: E402
 
-from engine.attention import StepMeta  # noqa: E402
-from engine.engine import LLMEngine  # noqa: E402
-from engine.hf_export import guess_family, hf_config, load_into_hf, to_hf_state_dict  # noqa: E402
-from engine.model import RMS_EPS, EngineError  # noqa: E402
-from engine.runner import make_caches  # noqa: E402
-from roofline.cards import CardStore  # noqa: E402
-from roofline.reduce import reduce_card  # noqa: E402
+from roofline.cards.store import CardStore  # noqa: E402
+from roofline.sizing.reduce import reduce_card  # noqa: E402
 
 ATOL = 1e-4
 SEQ = 40

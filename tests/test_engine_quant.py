@@ -18,11 +18,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch import nn  # noqa: E402
-
-import engine.quant as Q  # noqa: E402
-import engine.quant_formats as QF  # noqa: E402
-from engine.quant import (  # noqa: E402
+import roofline.engine.model.quant as Q  # noqa: E402
+import roofline.engine.model.quant_formats as QF  # noqa: E402
+from roofline.engine.model.quant import (  # noqa: E402
     Int4Weight,
     Int8Weight,
     QuantLinear,
@@ -32,6 +30,7 @@ from engine.quant import (  # noqa: E402
     quantize_linears,
     weight_bytes,
 )
+from torch import nn  # noqa: E402
 
 UNIT = {torch.float32: 2.0 ** -24, torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}
 HAS_INT8_KERNEL = hasattr(torch, "_weight_int8pack_mm")

@@ -6,9 +6,15 @@ import pytest
 from conftest import run_cli
 
 import roofline
-from roofline.cards import CardStore
-from roofline.kv import kv_bytes
-from roofline.memory import Deployment, max_concurrency, max_context, memory_budget, min_gpus
+from roofline.cards.store import CardStore
+from roofline.sizing.kv import kv_bytes
+from roofline.sizing.memory import (
+    Deployment,
+    max_concurrency,
+    max_context,
+    memory_budget,
+    min_gpus,
+)
 
 STORE = CardStore()
 KEYS = {"fits", "capacity_bytes", "total_bytes", "headroom_bytes", "budget", "kv_bytes_per_token", "max_context",

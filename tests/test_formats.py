@@ -1,7 +1,7 @@
 import pytest
 
+from roofline.cards.formats import kv_format, math_dtype, weight_format
 from roofline.errors import UnknownNameError
-from roofline.formats import kv_format, math_dtype, weight_format
 
 # FACTS.md Part C.1 / C.2
 WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4.15625, "q8_0": 8.5,

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline.cards import CardStore
-from roofline.hardware import HardwareCard
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.store import CardStore
 
 REPO = Path(__file__).resolve().parent.parent
 

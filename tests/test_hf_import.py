@@ -12,13 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from roofline.cards import CardStore, load_card
+from roofline.cards.model import ModelCard, expand_pattern
+from roofline.cards.store import load_card
 from roofline.errors import CardError, RooflineError
-from roofline.hf_import import SUPPORTED_MODEL_TYPES, card_from_config, compress_pattern
-from roofline.kv import kv_bytes, kv_bytes_per_token
-from roofline.layers import resolve_layers
-from roofline.modelcard import ModelCard, expand_pattern
-from roofline.params import active_params, param_counts, total_params
+from roofline.importers import open_store
+from roofline.importers.config_json import (
+    SUPPORTED_MODEL_TYPES,
+    card_from_config,
+    card_from_config_file,
+    compress_pattern,
+)
+from roofline.sizing.kv import kv_bytes, kv_bytes_per_token
+from roofline.sizing.layers import resolve_layers
+from roofline.sizing.params import active_params, param_counts, total_params
 
 CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -340,13 +346,13 @@ def test_not_a_mapping():
 def test_card_store_loads_config_json_paths(tmp_path):
     path = tmp_path / "config.json"
     path.write_text((CONFIGS / "qwen3-30b-a3b.json").read_text())
-    card = CardStore().model(str(path))
+    card = open_store().model(str(path))
     assert card.name == "qwen3-30b-a3b" and card.source.shapes_from == str(path)
-    assert load_card(ModelCard, path) == card
+    assert card_from_config_file(path) == card
 
 
 def test_package_never_imports_torch_or_transformers():
-    code = ("import sys, json, roofline.hf_import as h; h.card_from_config(json.load(open(sys.argv[1])));"
+    code = ("import sys, json, roofline.importers.config_json as h; h.card_from_config(json.load(open(sys.argv[1])));"
             "assert not {'torch', 'transformers'} & set(sys.modules)")
     subprocess.run([sys.executable, "-c", code, str(CONFIGS / "gpt-oss-20b.json")], check=True)
 

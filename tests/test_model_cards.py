@@ -1,16 +1,16 @@
 """Bundled model cards: shapes reproduce the published parameter counts, and KV sizes match closed forms.
 
 The 2% test is what proves a card's shapes are right: the parameter count derived from the shapes
-(roofline.params) must land within 2% of the published figure the card cites.
+(roofline.sizing.params) must land within 2% of the published figure the card cites.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from roofline import kv, params
-from roofline.cards import CardStore, bundled_dir, load_card
-from roofline.modelcard import ModelCard
+from roofline.cards.model import ModelCard
+from roofline.cards.store import CardStore, bundled_dir, load_card
+from roofline.sizing import kv, params
 
 MODELS_DIR = bundled_dir() / "models"
 CARD_NAMES = sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))

@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import roofline
-from roofline.cards import CardStore
-from roofline.efficiency import CEILING
+from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
-from roofline.ops import Step, attended_pairs, expected_experts_touched, step_ops
-from roofline.params import param_counts, total_params
-from roofline.workload import Workload, make_workload
+from roofline.perf.efficiency import CEILING
+from roofline.perf.ops import Step, attended_pairs, expected_experts_touched, step_ops
+from roofline.perf.workload import Workload, make_workload
+from roofline.sizing.params import param_counts, total_params
 
 STORE = CardStore()
 
@@ -218,7 +218,7 @@ def test_predict_json_keys(model, hw):
 
 
 def test_predict_accepts_yaml_paths(tmp_path):
-    from roofline.cards import bundled_dir
+    from roofline.cards.store import bundled_dir
 
     out = run_cli("predict", "--model", str(bundled_dir() / "models" / "llama-3.1-8b.yaml"),
                   "--hw", str(bundled_dir() / "hardware" / "h100-sxm.yaml"), "--json")

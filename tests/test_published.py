@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from roofline.cards import CardStore
-from roofline.published import predict_row, summarize
+from roofline.calibrate.published import predict_row, summarize
+from roofline.cards.store import CardStore
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_default_error_on_published_rows(predictions):
 
 def test_row_mapping(published_rows):
     """Conditions read from the rows: llama-bench depth in notes, GGUF MXFP4 = experts only, TRT FP8 KV."""
-    from roofline.published import _depth, _kv, _quant
+    from roofline.calibrate.published import _depth, _kv, _quant
 
     rows = {r["id"]: r for r in published_rows}
     store = CardStore()
@@ -62,9 +62,9 @@ def unseen_csv(tmp_path):
 
 def test_unseen_csv_latency_rows_are_the_request_prediction(unseen_csv):
     """ttft_ms / itl_ms rows are `roofline predict`'s TTFT / ITL for that request shape, in ms."""
-    from roofline.published import read_rows
-    from roofline.request import predict
-    from roofline.workload import make_workload
+    from roofline.calibrate.published import read_rows
+    from roofline.perf.request import predict
+    from roofline.perf.workload import make_workload
 
     store = CardStore()
     got = {p.row_id: p for p in (predict_row(r, store) for r in read_rows(unseen_csv))}
@@ -94,7 +94,7 @@ def test_validate_published_cli_reports_metrics_groups_and_skips(unseen_csv):
 
 
 def test_engine_family_names_the_runtime():
-    from roofline.published import engine_family
+    from roofline.calibrate.published import engine_family
 
     assert engine_family("llama.cpp CUDA build 6918 (2f68ce7cf); -fa 1") == "llama.cpp"
     assert engine_family("llama.cpp Metal (May 2024, build not stated)") == "llama.cpp Metal"
@@ -105,7 +105,7 @@ def test_engine_family_names_the_runtime():
 def test_rows_without_card_columns_name_their_cards_in_text(published_rows):
     """A CSV without hw_card / model_card / gpus: the `hardware` and `model` texts of every training row resolve to
     the cards the training CSV names, and "4x" gives the GPU count."""
-    from roofline.published import cards_of
+    from roofline.calibrate.published import cards_of
 
     store = CardStore()
     for row in published_rows:
@@ -124,7 +124,7 @@ def test_card_match_refuses_text_that_names_no_card():
 def test_rows_beyond_the_datasheet_ceiling_are_flagged(published_rows, unseen_csv):
     """The ceiling (peaks, no overhead) bounds every expected prediction; Ollama's llama3.1:70b prefill on Spark
     (H149, 1,911 tok/s) is beyond it: 2 x 70.6B FLOP per token at the dgx-spark card's peaks allow under 1,500."""
-    from roofline.published import read_rows
+    from roofline.calibrate.published import read_rows
 
     store = CardStore()
     rows = [*published_rows, *read_rows(unseen_csv)]

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline.units import QuantityError, parse_quantity, parse_tokens
+from roofline.cards.units import QuantityError, parse_quantity, parse_tokens
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ def test_wheel_contains_every_card(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for kind in ("hardware", "models"):
         for card in (REPO / kind).glob("*.yaml"):
-            assert f"roofline/cards/{kind}/{card.name}" in names
+            assert f"roofline/data/{kind}/{card.name}" in names
     assert any(n.endswith("entry_points.txt") for n in names)
     assert not any("torch" in n for n in names)
 

@@ -1,6 +1,6 @@
 """Tiny model cards of every architecture family, for fast engine tests (same schema as the bundled cards)."""
 
-from roofline.modelcard import ModelCard
+from roofline.cards.model import ModelCard
 
 BASE = {"family": "test", "source": {"shapes_from": "tests/tiny_cards.py"}, "params": {"total": 1e6, "source": "test"}}
 

@@ -7,9 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import __version__
-from ..errors import RooflineError
-from . import (
+from roofline import __version__
+from roofline.cli import (
     calibrate_cmd,
     engine_cmd,
     fits_cmd,
@@ -21,6 +20,7 @@ from . import (
     sweep_cmd,
     validate_cmd,
 )
+from roofline.errors import RooflineError
 
 app = typer.Typer(
     name="roofline",

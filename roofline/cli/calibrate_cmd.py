@@ -7,12 +7,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..calibration import calibrated_card, fit_records, write_card_atomic
-from ..cards import user_dir
-from ..errors import RooflineError
-from .common import CardsOpt, JsonOpt, store
-from .engine_cmd import engine_modules
-from .output import Column, emit, table
+from roofline.calibrate.calibration import (
+    calibrated_card,
+    fit_records,
+    write_card_atomic,
+)
+from roofline.cards.store import user_dir
+from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.engine_cmd import engine_modules
+from roofline.cli.output import Column, emit, table
+from roofline.errors import RooflineError
 
 # Engine grids: dense (llama), MoE (qwen3-30b-a3b), sliding window + MoE (gpt-oss-20b), each `models` entry a card,
 # its first N layers and the phases it runs. One layer keeps the shapes exact and the run short; decode steps of a
@@ -68,7 +72,7 @@ def calibrate_cmd(
     _, bench, device_info, EngineError = engine_modules()
     from rich.progress import Progress
 
-    from ..host import host_card
+    from roofline.cards.host import host_card
 
     try:
         dev = device_info.resolve(device)
@@ -114,7 +118,7 @@ def _engine_dtype(dev: str, measured: dict) -> str:
 
 def _microbench(dev: str, dtype: str | None, grid: str, advance) -> tuple[dict, str]:
     """The device's figures and the engine dtype: `dtype`, or chosen from the measured GEMM peaks."""
-    from engine import microbench
+    from roofline.engine.measure import microbench
 
     full = grid == "full"
     measured = {"bandwidth": microbench.bandwidth(dev, 1 << 30 if full else 1 << 29)}
@@ -137,7 +141,7 @@ def _measured_peaks(measured: dict) -> dict:
 
 
 def _with_measured(base, measured: dict, peaks: dict):
-    from ..hardware import HardwareCard
+    from roofline.cards.hardware import HardwareCard
 
     data = base.model_dump(mode="json", by_alias=True, exclude_none=True)
     data["memory"]["bandwidth"] = measured["bandwidth"]["read_bytes_per_s"]

@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..cards import CardStore
-from ..errors import RooflineError
+from roofline.cards.store import CardStore
+from roofline.errors import RooflineError
+from roofline.importers import open_store
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (numbers in SI units).")]
 CardsOpt = Annotated[
@@ -18,7 +19,7 @@ CardsOpt = Annotated[
 
 
 def store(cards: Optional[list[Path]]) -> CardStore:
-    return CardStore(extra_dirs=list(cards or []))
+    return open_store(list(cards or []))
 
 
 def gb(n: float | None, digits: int = 1) -> str | None:

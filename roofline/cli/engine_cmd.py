@@ -8,14 +8,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..calibration import engine_quant
-from ..errors import RooflineError
-from ..reduce import reduce_card
-from ..request import predict
-from ..workload import make_workload
-from .common import CardsOpt, JsonOpt, store
-from .output import Column, emit, table
-from .predict_cmd import TokOpt, fmt_rate, fmt_s, tokens
+from roofline.calibrate.calibration import engine_quant
+from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.output import Column, emit, table
+from roofline.cli.predict_cmd import TokOpt, fmt_rate, fmt_s, tokens
+from roofline.errors import RooflineError
+from roofline.perf.request import predict
+from roofline.perf.workload import make_workload
+from roofline.sizing.reduce import reduce_card
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 KEYS = ("ttft_s", "itl_s", "prefill_tok_s", "decode_tok_s")
@@ -24,8 +24,9 @@ KEYS = ("ttft_s", "itl_s", "prefill_tok_s", "decode_tok_s")
 def engine_modules():
     """engine.engine, engine.bench, engine.device and EngineError; a clear line when torch is missing."""
     try:
-        from engine import bench, device, engine
-        from engine.model import EngineError
+        from roofline.engine import device, engine
+        from roofline.engine.measure import bench
+        from roofline.engine.model.transformer import EngineError
     except ImportError as err:
         raise RooflineError(f"this command runs the engine, which needs torch: pip install 'roofline[engine]' "
                             f"({err})") from None

@@ -6,9 +6,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import RooflineError
-from ..formats import kv_format
-from ..memory import (
+from roofline.cards.formats import kv_format
+from roofline.cards.units import QuantityError, parse_quantity
+from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.output import Column, emit, table
+from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, tokens
+from roofline.errors import RooflineError
+from roofline.perf.parallel import check_parallel
+from roofline.perf.workload import make_workload
+from roofline.sizing.memory import (
     BLOCK_TOKENS,
     MAX_STEP_TOKENS,
     Budget,
@@ -18,12 +24,6 @@ from ..memory import (
     memory_budget,
     min_gpus,
 )
-from ..parallel import check_parallel
-from ..units import QuantityError, parse_quantity
-from ..workload import make_workload
-from .common import CardsOpt, JsonOpt, store
-from .output import Column, emit, table
-from .predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, tokens
 
 SMALLER_FORMATS = ("fp8", "q8_0", "q6_k", "q4_k_m", "int4", "nvfp4")
 SMALLER_KV = ("fp8", "q4_0")

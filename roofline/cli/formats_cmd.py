@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..formats import KV_FORMATS, WEIGHT_FORMATS, Format
-from .common import JsonOpt
-from .output import Column, emit, table
+from roofline.cards.formats import KV_FORMATS, WEIGHT_FORMATS, Format
+from roofline.cli.common import JsonOpt
+from roofline.cli.output import Column, emit, table
 
 
 def _record(f: Format) -> dict:

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from ..hardware import HardwareCard
-from .common import CardsOpt, JsonOpt, gb, store, tflops
-from .output import Column, emit, table
+from roofline.cards.hardware import HardwareCard
+from roofline.cli.common import CardsOpt, JsonOpt, gb, store, tflops
+from roofline.cli.output import Column, emit, table
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 

@@ -8,14 +8,21 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..cards import card_to_yaml, user_dir
-from ..errors import CardError, RooflineError
-from ..kv import kv_bytes, kv_bytes_per_token
-from ..layers import layer_summary, resolve_layers
-from ..modelcard import ModelCard
-from ..params import active_param_counts, active_params, component_format, param_counts, total_params, weight_bytes
-from .common import CardsOpt, JsonOpt, billions, gb, store
-from .output import Column, emit, table
+from roofline.cards.model import ModelCard
+from roofline.cards.store import card_to_yaml, user_dir
+from roofline.cli.common import CardsOpt, JsonOpt, billions, gb, store
+from roofline.cli.output import Column, emit, table
+from roofline.errors import CardError, RooflineError
+from roofline.sizing.kv import kv_bytes, kv_bytes_per_token
+from roofline.sizing.layers import layer_summary, resolve_layers
+from roofline.sizing.params import (
+    active_param_counts,
+    active_params,
+    component_format,
+    param_counts,
+    total_params,
+    weight_bytes,
+)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
@@ -108,7 +115,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A transformers config.jso
             force: Annotated[bool, typer.Option("--force", help="Overwrite an existing card of that name.")] = False,
             out_dir: Annotated[Optional[Path], typer.Option("--to", help="Card directory (default: $ROOFLINE_HOME).")] = None,
             as_json: JsonOpt = False):
-    from ..hf_import import card_from_config
+    from roofline.importers.config_json import card_from_config
 
     try:
         config = json.loads(path.read_text())

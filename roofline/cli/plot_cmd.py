@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
-from ..errors import RooflineError
-from ..parallel import check_parallel
-from ..workload import make_workload
-from .common import CardsOpt, JsonOpt, int_list, store
-from .output import emit
-from .predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, TokOpt, tokens
+from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
+from roofline.cli.output import emit
+from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, TokOpt, tokens
+from roofline.errors import RooflineError
+from roofline.perf.parallel import check_parallel
+from roofline.perf.workload import make_workload
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model card.")]
@@ -21,7 +21,7 @@ OutOpt = Annotated[Path, typer.Option("--output-file", "-o", help="Image file: .
 
 def _plots():
     try:
-        from .. import plots
+        from roofline.report import plots
     except ImportError:  # pragma: no cover - depends on the environment
         raise RooflineError("plots need matplotlib: pip install 'roofline[plot]'") from None
     return plots

@@ -9,13 +9,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import RooflineError
-from ..reduce import reduce_card
-from ..request import Prediction, predict
-from ..units import QuantityError, parse_tokens
-from ..workload import make_workload
-from .common import CardsOpt, JsonOpt, store
-from .output import Column, emit, table
+from roofline.cards.units import QuantityError, parse_tokens
+from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.output import Column, emit, table
+from roofline.errors import RooflineError
+from roofline.perf.request import Prediction, predict
+from roofline.perf.workload import make_workload
+from roofline.sizing.reduce import reduce_card
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model card name, alias or path (YAML or config.json).")]
 HwOpt = Annotated[str, typer.Option("--hw", help="Hardware card name, alias or path.")]

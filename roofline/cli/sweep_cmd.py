@@ -7,14 +7,24 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from ..grid import sweep_arrays
-from ..memory import Deployment, max_concurrency
-from ..parallel import check_parallel
-from ..request import predict
-from ..workload import make_workload
-from .common import CardsOpt, JsonOpt, int_list, store
-from .output import Column, emit, table
-from .predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, TokOpt, fmt_rate, fmt_s, tokens, write_csv
+from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
+from roofline.cli.output import Column, emit, table
+from roofline.cli.predict_cmd import (
+    GpusOpt,
+    KvOpt,
+    PpOpt,
+    QuantOpt,
+    TokOpt,
+    fmt_rate,
+    fmt_s,
+    tokens,
+    write_csv,
+)
+from roofline.perf.grid import sweep_arrays
+from roofline.perf.parallel import check_parallel
+from roofline.perf.request import predict
+from roofline.perf.workload import make_workload
+from roofline.sizing.memory import Deployment, max_concurrency
 
 
 def sweep_cmd(

@@ -8,16 +8,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..calibration import engine_quant
-from ..errors import RooflineError
-from ..fit import error_summary
-from ..published import breakdown, predict_row, read_rows, summarize
-from ..reduce import reduce_card
-from ..request import predict
-from ..workload import make_workload
-from .common import CardsOpt, JsonOpt, int_list, store
-from .engine_cmd import engine_modules
-from .output import Column, emit, table
+from roofline.calibrate.calibration import engine_quant
+from roofline.calibrate.fit import error_summary
+from roofline.calibrate.published import breakdown, predict_row, read_rows, summarize
+from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
+from roofline.cli.engine_cmd import engine_modules
+from roofline.cli.output import Column, emit, table
+from roofline.errors import RooflineError
+from roofline.perf.request import predict
+from roofline.perf.workload import make_workload
+from roofline.sizing.reduce import reduce_card
 
 STEP_TOKENS = 2048  # the engine's chunked-prefill budget, as serving engines run (calibrate measures up to 2048)
 METRICS = {"ttft": "ttft_s", "itl": "itl_s", "prefill_tok_s": "prefill_tok_s", "decode_tok_s": "decode_tok_s"}

@@ -1,0 +1,120 @@
+"""Paged-KV block manager: free list, reference counts, prefix reuse by block hash. Plain Python: no torch.
+
+A sequence's KV lives in `block_table` (block ids into the engine's preallocated pool). A block that is full and
+computed is published under a hash of (previous block's hash, its tokens); a later sequence whose prompt starts
+with the same tokens reuses it (ref count + 1) and skips computing it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from roofline.engine.core.sequence import Sequence
+
+
+class BlockManager:
+    def __init__(self, num_blocks: int, block_size: int, prefix_caching: bool = True):
+        if num_blocks <= 0 or block_size <= 0:
+            raise ValueError("num_blocks and block_size must be > 0")
+        self.block_size = block_size
+        self.prefix_caching = prefix_caching
+        self.ref_count = [0] * num_blocks
+        self.free: deque[int] = deque(range(num_blocks))
+        self.hash_of: dict[int, int] = {}  # block id -> published hash
+        self.block_of: dict[int, int] = {}  # published hash -> block id (may sit in the free list, reusable)
+
+    @property
+    def num_free(self) -> int:
+        return len(self.free)
+
+    def blocks_needed(self, num_tokens: int) -> int:
+        return -(-num_tokens // self.block_size)
+
+    def _chain(self, tokens: list[int]) -> list[int]:
+        """Hash of every full block of `tokens`, each chained to the one before."""
+        hashes, h = [], 0
+        for i in range(len(tokens) // self.block_size):
+            h = hash((h, tuple(tokens[i * self.block_size:(i + 1) * self.block_size])))
+            hashes.append(h)
+        return hashes
+
+    def _take(self, block: int | None = None) -> int:
+        if block is None:
+            block = self.free.popleft()
+            self._unpublish(block)
+        elif self.ref_count[block] == 0:
+            self.free.remove(block)
+        self.ref_count[block] += 1
+        return block
+
+    def _unpublish(self, block: int) -> None:
+        h = self.hash_of.pop(block, None)
+        if h is not None and self.block_of.get(h) == block:
+            del self.block_of[h]
+
+    def cached_prefix(self, seq: Sequence) -> list[int]:
+        """Published blocks that hold a prefix of the sequence (never all of it: one token must run for logits)."""
+        if not self.prefix_caching:
+            return []
+        hits = []
+        for h in self._chain(seq.token_ids[: len(seq) - 1]):
+            if h not in self.block_of:
+                break
+            hits.append(self.block_of[h])
+        return hits
+
+    def _first_chunk(self, seq: Sequence, hits: list[int], budget: int) -> int:
+        return min(len(seq) - len(hits) * self.block_size, budget)
+
+    def can_allocate(self, seq: Sequence, budget: int) -> bool:
+        """Room for a new sequence's prefix hits plus blocks for its first chunk of at most `budget` tokens."""
+        hits = self.cached_prefix(seq)
+        reused_free = sum(1 for b in hits if self.ref_count[b] == 0)
+        held = len(hits) * self.block_size + self._first_chunk(seq, hits, budget)
+        return self.blocks_needed(held) - len(hits) + reused_free <= self.num_free
+
+    def allocate(self, seq: Sequence, budget: int) -> int:
+        """Give a waiting sequence its prefix hits (sets num_computed_tokens) and blocks for its first chunk;
+        returns that chunk's size in tokens."""
+        assert not seq.block_table, "sequence already holds blocks"
+        hits = self.cached_prefix(seq)
+        seq.block_table = [self._take(b) for b in hits]
+        seq.num_computed_tokens = len(hits) * self.block_size
+        chunk = self._first_chunk(seq, hits, budget)
+        self.grow(seq, seq.num_computed_tokens + chunk)
+        return chunk
+
+    def can_grow(self, seq: Sequence, num_tokens: int) -> bool:
+        return self.blocks_needed(num_tokens) - len(seq.block_table) <= self.num_free
+
+    def grow(self, seq: Sequence, num_tokens: int) -> None:
+        """Blocks for the sequence's first `num_tokens` tokens."""
+        while len(seq.block_table) < self.blocks_needed(num_tokens):
+            seq.block_table.append(self._take())
+
+    def publish(self, seq: Sequence) -> None:
+        """After a step: publish every full, computed block so later prompts can reuse it."""
+        if not self.prefix_caching:
+            return
+        full = seq.num_computed_tokens // self.block_size
+        for i, h in enumerate(self._chain(seq.token_ids[: full * self.block_size])):
+            block = seq.block_table[i]
+            if block not in self.hash_of and h not in self.block_of:
+                self.hash_of[block], self.block_of[h] = h, block
+
+    def free_seq(self, seq: Sequence) -> None:
+        """Drop the sequence's references; blocks at zero return to the free list (keeping their hash)."""
+        for block in reversed(seq.block_table):
+            self.ref_count[block] -= 1
+            assert self.ref_count[block] >= 0, f"double free of block {block}"
+            if self.ref_count[block] == 0:
+                self.free.append(block)
+        seq.block_table = []
+        seq.num_computed_tokens = 0
+
+    def fork(self, parent: Sequence, child: Sequence) -> None:
+        """Share the parent's full blocks with a child (e.g. parallel sampling); the partial last block is copied
+        by the caller into a fresh block, so shared blocks are never written again."""
+        full = parent.num_computed_tokens // self.block_size
+        child.block_table = [self._take(b) for b in parent.block_table[:full]]
+        child.num_computed_tokens = full * self.block_size

@@ -1,0 +1,1 @@
+"""Measurements: engine steps timed as LLMEngine runs them (bench) and hardware microbenchmarks (microbench)."""

@@ -1,0 +1,152 @@
+"""Measure engine steps over a grid: the records calibration fits to.
+
+    from engine.bench import bench
+    df = bench(cards=["llama-3.1-8b"], layers=[2], phases=["prefill", "decode"], batches=[1, 8], contexts=[0, 512])
+
+One record per (card, layers, dtype, phase, batch, context, new tokens): seconds per step (median of `repeats`),
+with the device, its name and the torch version. Prefill: `batch` sequences each run `new_tokens` on top of
+`context` cached tokens in one step. Decode: `batch` sequences at `context` tokens run one token each.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import statistics
+import time
+from typing import Iterable
+
+import torch
+from roofline.engine.core.scheduler import Scheduled
+from roofline.engine.core.sequence import Sequence, Status
+from roofline.engine.device import name as device_name
+from roofline.engine.engine import DTYPES, LLMEngine
+from roofline.engine.model.modules import matrix_vector_rows as _rows
+
+
+def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int, room: int) -> list[Sequence]:
+    """`batch` sequences holding `context` cached tokens and `new_tokens` to run (so the step ends each sequence and
+    samples, as a served step does), with blocks for `room` tokens. The context is marked computed without running
+    it: a step's cost does not depend on the cached K/V values (the pool holds whatever it held), and priming
+    batch 32 x 2048 tokens would cost more than the grid itself."""
+    vocab = eng.card.architecture.vocab_size
+    seqs = []
+    for b in range(batch):
+        seq = Sequence([(b * 7919 + i * 104729) % vocab for i in range(context + new_tokens)], 1)
+        seq.state_slot = b if eng.scheduler.uses_state else None
+        eng.blocks.grow(seq, room)
+        seq.status = Status.RUNNING
+        seq.num_computed_tokens = context
+        seqs.append(seq)
+    return seqs
+
+
+def _time_step(eng: LLMEngine, seqs: list[Sequence], n: int, repeats: int, advance: bool) -> float:
+    """Median seconds of `repeats` steps of `n` tokens per sequence, each run and sampled as `LLMEngine.step` does;
+    `advance` appends the sampled tokens (decode), else the same step repeats (prefill)."""
+    times = []
+    for _ in range(repeats):
+        seconds, sampled = eng.execute([Scheduled(s, n) for s in seqs])
+        times.append(seconds)
+        if advance:
+            for s in seqs:
+                s.num_computed_tokens += n
+                s.token_ids.append(sampled[s.seq_id])
+    return statistics.median(times)
+
+
+# A step at least this long is timed once after its warm-up, and in one pass only: it spans hundreds of scheduler
+# ticks, so a burst on the 2-core CI VM moves it little (the quick grid's prefill steps of 0.5-5.2 s read within
+# 1-8% at contexts 64 and 512, where the predictor expects the same time within 1%), while repeating the
+# eight largest prefill points four times over two passes took 240 of the quick grid's 300 s on a 2-core EPYC in fp32.
+LONG_STEP_S = 0.3
+
+
+def measure(eng: LLMEngine, phase: str, batch: int, context: int, new_tokens: int, repeats: int = 3) -> float:
+    """Median seconds of `repeats` steps (one, if the warm-up step took LONG_STEP_S or more); the engine's cache is
+    released afterwards."""
+    n = new_tokens if phase == "prefill" else 1
+    seqs = _prime(eng, batch, context, n, context + n * (1 if phase == "prefill" else repeats + 2))
+    try:
+        warm = _time_step(eng, seqs, n, 1, advance=phase == "decode")  # allocator, kernels
+        return _time_step(eng, seqs, n, 1 if warm >= LONG_STEP_S else repeats, advance=phase == "decode")
+    finally:
+        for s in seqs:
+            eng.blocks.free_seq(s)
+
+
+def measure_request(eng: LLMEngine, prompt: int, output: int, batch: int, seed: int = 0) -> dict:
+    """Serve `batch` requests of `prompt` random tokens -> `output` tokens together through the scheduler.
+    TTFT = the prefill step(s) + the first decode step; ITL = mean decode step."""
+    rng = random.Random(seed)
+    vocab = eng.card.architecture.vocab_size
+    eng.stats.clear()
+    for _ in range(batch):
+        eng.add_request([rng.randrange(vocab) for _ in range(prompt)], output)
+    while not eng.scheduler.idle:
+        eng.step()
+    prefill = [s for s in eng.stats if s.prefill_tokens]
+    decode = [s for s in eng.stats if not s.prefill_tokens]
+    t_pre = sum(s.seconds for s in prefill)
+    itl = sum(s.seconds for s in decode) / max(len(decode), 1)
+    return {"ttft_s": t_pre + (decode[0].seconds if decode else 0.0), "itl_s": itl,
+            "prefill_tok_s": batch * prompt / t_pre, "decode_tok_s": 1.0 / itl if itl else float("nan")}
+
+
+def run_grid(points: list[dict], vocab: int, device: str, dtype: str, advance=None, store=None,
+             repeats: int = 3, passes: int = 1) -> list[dict]:
+    """Measure each grid point {card, layers, phase, batch, context, new_tokens}: the median of `repeats` steps after
+    a warm-up step (`measure`), in each of `passes` passes over a model's points; a point keeps its fastest pass (a
+    slow spell then has to recur at the same point on every pass to move it). One engine per card and layer count,
+    built once, one in memory at a time."""
+    by_model: dict[tuple, list[int]] = {}
+    for i, p in enumerate(points):
+        by_model.setdefault((p["card"], p["layers"]), []).append(i)
+    records = {}
+    for (card, layers), indices in by_model.items():
+        eng = LLMEngine(store.model(card) if store is not None else card, layers=layers, vocab=vocab, dtype=dtype,
+                        device=device, max_num_seqs=64, max_step_tokens=2048, max_kv_bytes=2e9)
+        for pass_ in range(passes):
+            for i in indices:
+                p = points[i]
+                if not pass_ or records[i]["seconds"] < LONG_STEP_S:
+                    seconds = measure(eng, p["phase"], p["batch"], p["context"], p["new_tokens"], repeats)
+                    if i not in records or seconds < records[i]["seconds"]:
+                        records[i] = {**p, "vocab": vocab, "dtype": dtype, "seconds": seconds, "device": device,
+                                      "device_name": device_name(device), "torch": str(torch.__version__)}
+                if advance:
+                    advance()
+        del eng
+    return [records[i] for i in range(len(points))]
+
+
+def bench(cards: Iterable[str], layers: Iterable[int | None] = (None,), phases=("prefill", "decode"),
+          batches=(1,), contexts=(0,), new_tokens=(128,), dtypes=("fp32",), device: str = "cpu",
+          vocab: int | None = None, repeats: int = 3, progress=None, **engine_options):
+    """Run the grid; returns a pandas DataFrame of records (see the module docstring)."""
+    import pandas as pd
+
+    records = []
+    name = device_name(device)
+    for card, n_layers, dtype in itertools.product(cards, layers, dtypes):
+        eng = LLMEngine(card, layers=n_layers, vocab=vocab, dtype=dtype, device=device,
+                        max_num_seqs=max(batches), **engine_options)
+        for phase, batch, context, chunk in itertools.product(phases, batches, contexts, new_tokens):
+            if phase == "decode" and chunk != new_tokens[0]:
+                continue  # decode runs one token: the chunk axis does not apply
+            seconds = measure(eng, phase, batch, context, chunk, repeats)
+            tokens = batch * (chunk if phase == "prefill" else 1)
+            records.append({"device": device, "device_name": name, "torch": str(torch.__version__), "dtype": dtype,
+                            "card": card, "model": eng.card.name, "layers": eng.card.architecture.num_layers,
+                            "vocab": eng.card.architecture.vocab_size, "phase": phase, "batch": batch,
+                            "context": context, "new_tokens": chunk if phase == "prefill" else 1,
+                            "seconds": seconds, "tokens_per_s": tokens / seconds, "time": time.time()})
+            if progress:
+                progress()
+        del eng
+    return pd.DataFrame.from_records(records)
+
+
+def matrix_vector_rows(device: str, dtype: str) -> int:
+    """Rows up to which the engine's linears stream like a matrix-vector product on `device` in `dtype`."""
+    return _rows(device, DTYPES[dtype])

@@ -1,0 +1,1 @@
+"""Calibration: fit efficiencies to measured steps (the engine's or published rows) and validate predictions."""

@@ -1,0 +1,235 @@
+"""Predict the rows of a published-measurements CSV (the format of shared/reference/published_train.csv).
+
+Each row names its cards (`hw_card`, `model_card`, `gpus`) and one metric. The mapping from a benchmark's
+conditions to a roofline step is stated per metric in `predict_row`; rows roofline cannot model yet are skipped
+with the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from roofline.calibrate.fit import error_summary
+from roofline.cards.formats import weight_format
+from roofline.cards.store import CardStore
+from roofline.errors import RooflineError
+from roofline.perf.efficiency import CEILING, Efficiency, expected_efficiency
+from roofline.perf.ops import Step
+from roofline.perf.request import (
+    decode_contexts,
+    decode_step_time,
+    request_metrics,
+    timed_step,
+)
+from roofline.perf.workload import Workload
+from roofline.sizing.memory import Deployment, max_concurrency
+
+# Benchmarks that do not state their prompt: Ollama's published Spark numbers (rows H139-H150).
+UNSTATED_PROMPT_TOKENS = 512
+UNSTATED_OUTPUT_TOKENS = 128
+# trtllm-bench offline runs at "max" batch: the scheduler's cap (TensorRT-LLM perf-overview, max_batch_size 2048)
+# or the largest batch whose KV fits, whichever is smaller.
+MAX_LOAD_BATCH_CAP = 2048
+
+METRICS = ("decode_tok_s", "prefill_tok_s", "agg_decode_tok_s", "agg_output_tok_s", "ttft_ms", "itl_ms")
+LATENCY_MS = {"ttft_ms": "ttft_s", "itl_ms": "itl_s"}  # PUBLISHED.md: ttft_ms, itl_ms in milliseconds
+
+
+@dataclass
+class RowPrediction:
+    row_id: str
+    metric: str
+    measured: float
+    predicted: float | None
+    skipped: str | None = None
+    hw: str = ""
+    model: str = ""
+    engine: str = ""
+    ceiling: float | None = None  # the metric at datasheet peaks with no overhead (`predict_row(..., ceiling=True)`)
+
+    @property
+    def error_pct(self) -> float | None:
+        return None if self.predicted is None else 100.0 * (self.predicted - self.measured) / self.measured
+
+    @property
+    def beyond_ceiling(self) -> bool:
+        """Measured faster than the hardware card's peaks allow under the row's stated conditions: a throughput
+        above its ceiling, a latency below it. Such a row ran something else (a cached or shorter prompt, other
+        routing, another clock) or the card's peaks are wrong; no efficiency can fit it."""
+        if self.ceiling is None or self.predicted is None:
+            return False
+        latency = _split_normalisation(self.metric)[0] in LATENCY_MS
+        return self.measured < self.ceiling if latency else self.measured > self.ceiling
+
+
+def _is_gguf(row: dict) -> bool:
+    engine = row.get("engine", "").lower()
+    return "llama.cpp" in engine or "ollama" in engine
+
+
+def _quant(row: dict, card) -> str | None:
+    """The CSV's weight_quant as a roofline --quant. ggml-org's MXFP4 GGUFs keep only the experts in MXFP4 and
+    store the rest in Q8_0 (gpt-oss-20b: 11.27 GiB file, row H006 = 19.1B x 4.25 bit + 1.8B x 8.5 bit)."""
+    q = row["weight_quant"].strip().lower()
+    if q == "mxfp4" and _is_gguf(row):
+        return "experts=mxfp4,default=q8_0"
+    if q in {w.lower() for w in card.weights.values()}:
+        return None  # the card's native formats
+    return weight_format(q).name
+
+
+def _kv(row: dict) -> str:
+    """KV format: llama.cpp's default f16; NVIDIA's ModelOpt FP8/NVFP4 checkpoints run TensorRT-LLM with an FP8
+    KV cache (kv_cache_quant_algo FP8); otherwise bf16."""
+    text = row.get("kv_dtype", "").lower()
+    if "f16" in text:
+        return "fp16"
+    if "fp8" in text or ("tensorrt" in row.get("engine", "").lower() and row["weight_quant"].upper() in ("FP8", "NVFP4")):
+        return "fp8"
+    return "bf16"
+
+
+def _int(text: str, default: int) -> int:
+    return int(text) if text and text.strip().isdigit() else default
+
+
+def _depth(row: dict) -> int:
+    m = re.search(r"@ ?d(\d+)", row.get("notes", ""))
+    return int(m.group(1)) if m else 0
+
+
+def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceiling: bool = False) -> RowPrediction:
+    """Predict one CSV row's metric; `eff` overrides the card's expected efficiency (used when fitting); `ceiling`
+    also predicts it at datasheet peaks. A row roofline cannot read (unknown card or format, bad number) comes back
+    with `skipped` saying why."""
+    try:
+        out = RowPrediction(row["id"], row["metric"], float(row["value"]), None,
+                            hw=row.get("hw_card") or row.get("hardware", ""),
+                            model=row.get("model_card") or row.get("model", ""), engine=row.get("engine", ""))
+    except (KeyError, ValueError) as err:
+        return RowPrediction(row.get("id", "?"), row.get("metric", "?"), float("nan"), None,
+                             skipped=f"unreadable row: {err}")
+    try:
+        card, hw, gpus = cards_of(row, store)
+        out.model, out.hw = card.name, hw.name
+        out.predicted = _predict(row, card, hw, gpus, eff or expected_efficiency(hw))
+        out.ceiling = _predict(row, card, hw, gpus, CEILING) if ceiling and out.predicted is not None else None
+    except (RooflineError, ValueError) as err:
+        out.skipped = str(err)
+    if out.predicted is None and not out.skipped:
+        out.skipped = f"metric '{out.metric}' is not predicted"
+    return out
+
+
+def _split_normalisation(metric: str) -> tuple[str, str]:
+    """'agg_output_tok_s_per_gpu' -> ('agg_output_tok_s', 'per_gpu'); a plain metric -> (metric, '')."""
+    for per in ("per_gpu", "per_node"):
+        if metric.endswith("_" + per):
+            return metric[: -len(per) - 1], per
+    return metric, ""
+
+
+def _predict(row: dict, card, hw, gpus: int, eff: Efficiency) -> float | None:
+    metric, per = _split_normalisation(row["metric"])
+    value = _predict_metric(metric, row, card, hw, gpus, eff)
+    if value is None or not per:
+        return value
+    # `*_per_gpu` / `*_per_node` (PUBLISHED.md): the sum over the row's GPUs, per GPU or per node of this hardware
+    return value / gpus * (hw.interconnect.gpus_per_node if per == "per_node" else 1)
+
+
+def cards_of(row: dict, store: CardStore):
+    """(model card, hardware card, GPUs) of a row: its `model_card`, `hw_card` and `gpus` columns, or where a CSV
+    lacks them, the cards its `model` and `hardware` texts name and the "Nx " GPU count there."""
+    card = store.model(row["model_card"]) if row.get("model_card", "").strip() else store.match("models", row["model"])
+    hw = store.hardware(row["hw_card"]) if row.get("hw_card", "").strip() else store.match("hardware", row["hardware"])
+    count = re.match(r"\s*(\d+)\s*x\s", row.get("hardware", ""))
+    return card, hw, _int(row.get("gpus", ""), int(count.group(1)) if count else 1)
+
+
+def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency) -> float | None:
+    tp = _int(row.get("tp", ""), 1)
+    # gpus > tp: llama.cpp's default layer split — each token passes every GPU in turn (pipeline stages)
+    pp = max(gpus // tp, 1)
+    quant, kv = _quant(row, card), _kv(row)
+    isl, osl = _int(row["isl"], 0), _int(row["osl"], 0)
+    batch = _int(row["batch"], 0)
+    if metric == "prefill_tok_s":
+        n = isl or UNSTATED_PROMPT_TOKENS
+        wl = Workload(prompt_tokens=n, quant=quant, kv_quant=kv, tp=tp, pp=pp)
+        t = timed_step(card, hw, Step("prefill", n, max(batch, 1), _depth(row)), wl, eff).total_s
+        return float(max(batch, 1) * n / t)
+    if metric in ("decode_tok_s", "agg_decode_tok_s"):
+        wl = Workload(prompt_tokens=max(isl, 1), output_tokens=osl or UNSTATED_OUTPUT_TOKENS, batch=max(batch, 1),
+                      quant=quant, kv_quant=kv, tp=tp, pp=pp)
+        start = isl if row["isl"].strip() else UNSTATED_PROMPT_TOKENS
+        dec = decode_step_time(card, hw, wl, eff, wl.batch, decode_contexts(start, wl.output_tokens))
+        itl = float(np.mean(dec.total_s))
+        return (wl.batch if metric == "agg_decode_tok_s" else 1.0) / itl
+    if metric == "agg_output_tok_s":
+        replicas = max(gpus // (tp * pp), 1)
+        wl = Workload(prompt_tokens=isl, output_tokens=osl, quant=quant, kv_quant=kv, tp=tp, pp=pp)
+        wl = _at_max_load(card, hw, wl)
+        values, _, _ = request_metrics(card, hw, wl, eff)
+        return float(wl.batch * wl.output_tokens / values["e2e_s"]) * replicas
+    if metric in LATENCY_MS:
+        # `batch` requests arriving together (`max`: the max-load batch): TTFT = their prefill + the first decode
+        # step, ITL = the mean decode step over the output
+        wl = Workload(prompt_tokens=isl or UNSTATED_PROMPT_TOKENS, output_tokens=max(osl or UNSTATED_OUTPUT_TOKENS, 2),
+                      batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
+        if row["batch"].strip().lower() == "max":
+            wl = _at_max_load(card, hw, wl)
+        values, _, _ = request_metrics(card, hw, wl, eff)
+        return float(values[LATENCY_MS[metric]]) * 1e3
+    return None
+
+
+def _at_max_load(card, hw, wl: Workload) -> Workload:
+    """An offline max-load run of one replica: the largest batch whose KV fits, capped at the scheduler's limit."""
+    limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
+                            Deployment(wl.tp, wl.pp))
+    return wl.model_copy(update={"batch": max(min(limit, MAX_LOAD_BATCH_CAP), 1)})
+
+
+def read_rows(path: Path) -> list[dict]:
+    with Path(path).open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def engine_family(engine: str) -> str:
+    """The runtime a row's `engine` text names, without build and flags: "llama.cpp CUDA build 6918 (...)" ->
+    "llama.cpp", "llama.cpp Metal (May 2024 ...)" -> "llama.cpp Metal", "TensorRT-LLM trtllm-bench ..." ->
+    "TensorRT-LLM"."""
+    words = re.split(r"[\s;(,]+", engine.strip())
+    if not words or not words[0]:
+        return "?"
+    return f"{words[0]} Metal" if len(words) > 1 and words[1].lower() == "metal" else words[0]
+
+
+def _metric_order(metric: str) -> tuple:
+    base, per = _split_normalisation(metric)
+    return (METRICS.index(base) if base in METRICS else len(METRICS), base, per)
+
+
+def breakdown(preds: list[RowPrediction]) -> list[dict]:
+    """Where the error comes from: per (metric, engine family, hardware card), n, median/p90 |err| and bias,
+    largest median error first."""
+    groups: dict[tuple, list[RowPrediction]] = {}
+    for p in preds:
+        if p.predicted is not None:
+            groups.setdefault((p.metric, engine_family(p.engine), p.hw), []).append(p)
+    rows = [{"metric": m, "engine": e, "hardware": h,
+             **error_summary([p.predicted for p in ps], [p.measured for p in ps])} for (m, e, h), ps in groups.items()]
+    return sorted(rows, key=lambda r: (_metric_order(r["metric"]), -r["median_ape_pct"]))
+
+
+def summarize(preds: list[RowPrediction]) -> dict:
+    """Per metric present (known metrics first): n, median and p90 absolute % error, and bias (median signed %)."""
+    done = [p for p in preds if p.predicted is not None]
+    return {m: error_summary([p.predicted for p in done if p.metric == m], [p.measured for p in done if p.metric == m])
+            for m in sorted({p.metric for p in done}, key=_metric_order)}

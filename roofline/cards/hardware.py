@@ -1,0 +1,105 @@
+"""Hardware card schema. Every figure is SI after load (bytes, bytes/s, FLOP/s, W, s)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from roofline.cards.formats import MATH_DTYPES
+from roofline.cards.quantity import Bytes, BytesPerS, FlopPerS, Seconds, Watts
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Memory(_Strict):
+    capacity_bytes: Bytes = Field(alias="capacity")
+    bandwidth_bytes_per_s: BytesPerS = Field(alias="bandwidth")
+    type: str | None = None
+    unified: bool = False
+    # unified parts: what the OS, CPU and driver keep out of the GPU's reach (capacity - usable)
+    reserved_bytes: Bytes = Field(0.0, alias="reserved")
+
+    @property
+    def usable_bytes(self) -> float:
+        return self.capacity_bytes - self.reserved_bytes
+
+    @model_validator(mode="after")
+    def _reserved_below_capacity(self):
+        if self.reserved_bytes >= self.capacity_bytes:
+            raise ValueError("reserved must be smaller than capacity")
+        return self
+
+
+class PeakFlops(_Strict):
+    """Dense peak FLOP/s (or OP/s) per math dtype. Absent = unsupported. Never a sparsity figure."""
+
+    fp32: FlopPerS | None = None
+    tf32: FlopPerS | None = None
+    bf16: FlopPerS | None = None
+    fp16: FlopPerS | None = None
+    fp8: FlopPerS | None = None
+    int8: FlopPerS | None = None
+    fp4: FlopPerS | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: v for k in MATH_DTYPES if (v := getattr(self, k)) is not None}
+
+
+class Interconnect(_Strict):
+    kind: str = "none"  # nvlink4, nvlink5, pcie5, infinity-fabric, none
+    bandwidth_bytes_per_s_per_direction: BytesPerS = Field(0.0, alias="bandwidth_per_direction")
+    latency_s: Seconds = Field(0.0, alias="latency")
+    gpus_per_node: int = Field(1, ge=1)
+    host_link: str | None = None
+    host_bandwidth_bytes_per_s_per_direction: BytesPerS | None = Field(None, alias="host_bandwidth_per_direction")
+
+
+class HardwareCard(_Strict):
+    name: str
+    aliases: list[str] = []
+    vendor: str
+    kind: Literal["gpu", "soc", "cpu", "accelerator"]
+    description: str = ""
+    memory: Memory
+    peak_flops: PeakFlops
+    interconnect: Interconnect = Interconnect()
+    compute_units: int | None = None  # SMs / CUs / GPU cores
+    l2_cache_bytes: Bytes | None = Field(None, alias="l2_cache")
+    power_watts: Watts | None = Field(None, alias="power")
+    price_usd: float | None = Field(None, ge=0)
+    sources: dict[str, str]
+    uncertain: dict[str, str] = {}  # field -> why the value is uncertain
+    efficiency: dict[str, Any] | None = None  # reserved: default efficiencies (predictor issue)
+    calibration: dict[str, Any] | None = None  # reserved: fitted values with provenance (calibrate issue)
+
+    @field_validator("name")
+    @classmethod
+    def _lowercase_name(cls, v: str) -> str:
+        if v != v.lower() or " " in v:
+            raise ValueError("must be lowercase with no spaces, e.g. 'h100-sxm'")
+        return v
+
+    @model_validator(mode="after")
+    def _has_compute_and_sources(self):
+        if not self.peak_flops.as_dict():
+            raise ValueError("peak_flops needs at least one dtype (fp32, tf32, bf16, fp16, fp8, int8, fp4)")
+        for key in ("memory.capacity", "memory.bandwidth", "peak_flops"):
+            if not any(s == key or s.startswith(key + ".") for s in self.sources):
+                raise ValueError(f"sources must say where '{key}' comes from")
+        return self
+
+    @property
+    def supported_dtypes(self) -> frozenset[str]:
+        return frozenset(self.peak_flops.as_dict())
+
+    def peak(self, dtype: str) -> float:
+        """Dense peak FLOP/s of `dtype`; a dtype the card lacks raises KeyError."""
+        return self.peak_flops.as_dict()[dtype]
+
+
+def default_key(hw: HardwareCard) -> str:
+    """Which default set a card starts from: Apple silicon has its own; otherwise the card's kind."""
+    return "apple" if hw.vendor.lower() == "apple" else hw.kind

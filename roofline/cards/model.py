@@ -1,0 +1,225 @@
+"""Model card schema: the architecture as exact shapes, with a per-layer pattern for hybrid models."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from roofline.cards.formats import weight_format
+from roofline.errors import RooflineError
+
+MixerKind = Literal["full", "sliding", "mla", "mamba2", "none"]
+FfnKind = Literal["dense", "moe", "auto", "none"]
+COMPONENTS = ("embedding", "attention", "mamba", "ffn", "router", "experts", "shared_experts", "lm_head", "norms")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Rope(_Strict):
+    theta: float = 10000.0
+    scaling: dict[str, float | str] | None = None  # e.g. {type: llama3, factor: 8, ...}; yarn; linear
+    partial_rotary_factor: float = 1.0
+
+
+class Attention(_Strict):
+    num_heads: int = Field(gt=0)
+    num_kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    sliding_window: int | None = Field(None, gt=0)
+    qkv_bias: bool = False
+    o_bias: bool = False
+    qk_norm: bool = False
+    sinks: bool = False  # gpt-oss learned attention sinks: one scalar per head
+
+
+class MLA(_Strict):
+    """DeepSeek multi-head latent attention; the cache holds kv_lora_rank + qk_rope_head_dim per token."""
+
+    q_lora_rank: int | None = None
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+class FFN(_Strict):
+    intermediate_size: int = Field(gt=0)
+    activation: str = "silu"  # silu, gelu_tanh, relu2, swiglu_clamped
+    gated: bool = True
+    bias: bool = False
+
+
+class MoE(_Strict):
+    num_experts: int = Field(gt=0)
+    experts_per_token: int = Field(gt=0)
+    expert_intermediate_size: int = Field(gt=0)
+    num_shared_experts: int = 0
+    shared_expert_intermediate_size: int | None = None  # total width of the shared expert(s)
+    first_dense_layers: int = 0  # 'first_k_dense_replace'
+    gated: bool = True
+    expert_bias: bool = False
+    router_bias: bool = False
+    latent_size: int | None = None  # LatentMoE: experts run in this width; hidden<->latent projections
+
+    @model_validator(mode="after")
+    def _k_le_e(self):
+        if self.experts_per_token > self.num_experts:
+            raise ValueError("experts_per_token cannot exceed num_experts")
+        return self
+
+
+class Mamba2(_Strict):
+    state_size: int
+    num_heads: int
+    head_dim: int
+    n_groups: int = 1
+    conv_kernel: int = 4
+    expand: int = 2
+    chunk_size: int = 256
+    state_dtype: str | None = None  # e.g. fp32 ('mamba_ssm_cache_dtype'); None = the KV-cache format
+
+
+    @property
+    def d_inner(self) -> int:
+        return self.num_heads * self.head_dim
+
+
+class LayerType(_Strict):
+    """One layer: a token mixer and an FFN. Overrides apply to this layer type only (e.g. Gemma-4 global layers)."""
+
+    mixer: MixerKind
+    ffn: FfnKind = "auto"
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    k_eq_v: bool = False  # keys reused as values: one projection and one cache tensor
+
+
+# Letters every card may use in `layer_pattern` without declaring them; Nemotron-H letters included.
+STANDARD_LAYER_TYPES: dict[str, LayerType] = {
+    "A": LayerType(mixer="full"),
+    "S": LayerType(mixer="sliding"),
+    "L": LayerType(mixer="mla"),
+    "M": LayerType(mixer="mamba2", ffn="none"),
+    "E": LayerType(mixer="none", ffn="moe"),
+    "*": LayerType(mixer="full", ffn="none"),
+    "-": LayerType(mixer="none", ffn="dense"),
+}
+
+
+def expand_pattern(pattern: str) -> str:
+    """'(SSSSSA)*10 SS' -> 62 letters. Groups and single letters repeat with '*N'; spaces are ignored."""
+    text = re.sub(r"\s+", "", pattern)
+    while True:
+        new = re.sub(r"\(([^()]*)\)\*(\d+)", lambda m: m[1] * int(m[2]), text)
+        new = re.sub(r"\(([^()]*)\)(?!\*\d)", r"\1", new)
+        new = re.sub(r"([^()*\d])\*(\d+)", lambda m: m[1] * int(m[2]), new)
+        if new == text:
+            break
+        text = new
+    if re.search(r"[()]|\*\d", text):
+        raise ValueError(f"cannot parse layer pattern {pattern!r}; write letters, '(..)*N' or 'X*N'")
+    return text
+
+
+class Architecture(_Strict):
+    vocab_size: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    num_layers: int = Field(gt=0)
+    attention: Attention | None = None
+    mla: MLA | None = None
+    ffn: FFN | None = None
+    moe: MoE | None = None
+    mamba2: Mamba2 | None = None
+    tie_embeddings: bool = False
+    max_context: int = Field(gt=0)
+    rope: Rope | None = None
+    norms_per_layer: int = 2
+    layer_pattern: str | None = None  # letters from STANDARD_LAYER_TYPES or layer_types; default: all 'A' (or 'L')
+    layer_types: dict[str, LayerType] = {}
+    mtp_layers: int = 0  # multi-token-prediction modules (not in the main forward pass)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        letters = self.pattern_letters()
+        if len(letters) != self.num_layers:
+            raise ValueError(f"layer_pattern expands to {len(letters)} layers, num_layers is {self.num_layers}")
+        types = {**STANDARD_LAYER_TYPES, **self.layer_types}
+        unknown = sorted(set(letters) - set(types))
+        if unknown:
+            raise ValueError(f"layer_pattern uses undeclared letters {unknown}; declare them in layer_types")
+        needs = {"full": self.attention, "sliding": self.attention, "mla": self.mla, "mamba2": self.mamba2}
+        for letter in set(letters):
+            lt = types[letter]
+            if lt.mixer in needs and needs[lt.mixer] is None:
+                raise ValueError(f"layer type '{letter}' is {lt.mixer} but the card has no {lt.mixer} section")
+            if lt.mixer == "sliding" and (self.attention is None or self.attention.sliding_window is None):
+                raise ValueError(f"layer type '{letter}' is sliding but attention.sliding_window is not set")
+            if lt.ffn == "moe" and self.moe is None:
+                raise ValueError(f"layer type '{letter}' has an MoE FFN but the card has no moe section")
+            if lt.ffn == "dense" and self.ffn is None:
+                raise ValueError(f"layer type '{letter}' has a dense FFN but the card has no ffn section")
+            if lt.ffn == "auto" and self.ffn is None and self.moe is None:
+                raise ValueError(f"layer type '{letter}' has an FFN but the card has neither an ffn nor a moe section")
+        return self
+
+    def pattern_letters(self) -> str:
+        if self.layer_pattern is None:
+            return ("L" if self.mla is not None else "A") * self.num_layers
+        return expand_pattern(self.layer_pattern)
+
+
+class ParamCount(_Strict):
+    total: float = Field(gt=0)
+    active: float | None = Field(None, gt=0)
+    source: str
+    includes_mtp: bool = False  # the published figure counts multi-token-prediction modules (DeepSeek-V3: 685B)
+    active_excludes_embedding: bool = False  # the published active figure leaves out the input embedding (gpt-oss)
+    # parameters in the published figure outside the text decoder the card models (e.g. a vision tower)
+    other_params: float = Field(0.0, ge=0)
+    other_params_source: str = ""
+
+
+class Source(_Strict):
+    hf_repo: str | None = None
+    shapes_from: str
+
+
+class ModelCard(_Strict):
+    name: str
+    aliases: list[str] = []
+    family: str
+    source: Source
+    params: ParamCount
+    architecture: Architecture
+    # native/default weight format per component; 'default' applies to the rest (e.g. gpt-oss experts: mxfp4)
+    weights: dict[str, str] = {"default": "bf16"}
+    notes: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _lowercase_name(cls, v: str) -> str:
+        if v != v.lower() or " " in v:
+            raise ValueError("must be lowercase with no spaces, e.g. 'llama-3.1-8b'")
+        return v
+
+    @field_validator("weights")
+    @classmethod
+    def _known_formats(cls, v: dict[str, str]) -> dict[str, str]:
+        for component, fmt in v.items():
+            if component != "default" and component not in COMPONENTS:
+                raise ValueError(f"unknown component '{component}'; use default or one of {', '.join(COMPONENTS)}")
+            try:
+                weight_format(fmt)
+            except RooflineError as err:
+                raise ValueError(str(err)) from None
+        if "default" not in v:
+            raise ValueError("weights needs a 'default' format")
+        return v
+
+    @property
+    def is_moe(self) -> bool:
+        return self.architecture.moe is not None

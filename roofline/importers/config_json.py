@@ -1,0 +1,164 @@
+"""Build a ModelCard from a transformers config.json (a plain dict; torch and transformers are never imported).
+
+One shared decoder path reads the fields every supported family has (layers, hidden, heads, vocab, context, rope,
+dtype); small per-family functions add what differs: biases, QK-norm, sliding-window layouts, MoE, MLA, Mamba-2.
+The parameter count is derived from the shapes (params.py), not published, and the card says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from roofline.errors import CardError, RooflineError
+from roofline.importers.hf_families import (
+    _FAMILIES,
+    _FAMILY_DEFAULTS,
+    SUPPORTED_MODEL_TYPES,
+)
+from roofline.importers.hf_fields import _DTYPES, _Fields
+from roofline.importers.hf_pattern import compress_pattern
+
+__all__ = ["card_from_config", "compress_pattern", "SUPPORTED_MODEL_TYPES"]
+from roofline.cards.model import Architecture, ModelCard
+from roofline.sizing.params import active_param_counts, param_counts
+
+# ------------------------------------------------------------------------------------------------ weights, name
+
+_MODULE_COMPONENTS = (("embed", "embedding"), ("lm_head", "lm_head"), ("attn", "attention"),
+                      ("attention", "attention"), ("mixer", "mamba"), ("shared_expert", "shared_experts"),
+                      ("router", "router"))
+
+
+def _dtype(config: dict, notes: list[str]) -> str:
+    dtype = config.get("torch_dtype") or config.get("dtype") or (config.get("text_config") or {}).get("torch_dtype")
+    if dtype is None:
+        notes.append("no torch_dtype in the config; weights assumed bf16")
+        return "bf16"
+    name = _DTYPES.get(str(dtype).removeprefix("torch."))
+    if name is None:
+        notes.append(f"torch_dtype '{dtype}' not recognised; weights assumed bf16")
+        return "bf16"
+    return name
+
+
+def _unconverted(qc: dict, base: str) -> dict[str, str]:
+    """Components `modules_to_not_convert` keeps at the checkpoint dtype (lm_head and embeddings always)."""
+    out = {"embedding": base, "lm_head": base}
+    for module in qc.get("modules_to_not_convert") or []:
+        for needle, component in _MODULE_COMPONENTS:
+            if needle in str(module):
+                out[component] = base
+    return out
+
+
+def _weights(config: dict, notes: list[str]) -> dict[str, str]:
+    """Default format from torch_dtype; quantization_config: fp8 -> fp8 (embeddings, head kept); mxfp4 -> experts."""
+    base = _dtype(config, notes)
+    qc = config.get("quantization_config")
+    if not isinstance(qc, dict):
+        return {"default": base}
+    method = str(qc.get("quant_method", "")).lower()
+    if method == "fp8":
+        return {"default": "fp8", **_unconverted(qc, base)}
+    if method == "mxfp4":
+        return {"default": base, "experts": "mxfp4"}
+    if method in ("awq", "gptq") and qc.get("bits") == 4:
+        return {"default": "int4", **_unconverted(qc, base)}
+    notes.append(f"quantization_config quant_method '{method}' not modelled; weights at {base} (use --quant)")
+    return {"default": base}
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9._-]+", "-", text.strip().lower()).strip("-.")
+    return re.sub(r"-{2,}", "-", slug)
+
+
+def _repo_id(config: dict) -> str | None:
+    path = str(config.get("_name_or_path") or "").strip()
+    if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", path):
+        return path
+    return None
+
+
+def _size(n: float) -> str:
+    return f"{n / 1e9:.3g}b" if n >= 1e9 else f"{n / 1e6:.3g}m"
+
+
+def _default_name(config: dict, model_type: str, total: int, active: float | None) -> str:
+    """Slug of `_name_or_path`'s last part, else '<model_type>-<size>' (MoE: '-a<active>')."""
+    path = str(config.get("_name_or_path") or "").rstrip("/\\")
+    stem = re.split(r"[/\\]", path)[-1] if path else ""
+    if _slug(stem):
+        return _slug(stem)
+    name = f"{model_type.replace('_', '-')}-{_size(total)}"
+    return f"{name}-a{_size(active)}" if active is not None else name
+
+
+# ------------------------------------------------------------------------------------------------ entry point
+
+
+def _validated(schema: type[BaseModel], data: dict, source: str, where: str = ""):
+    try:
+        return schema.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in (where, *first["loc"]) if p != "")
+        raise CardError(source, loc, first["msg"].removeprefix("Value error, ")) from None
+
+
+def _text_fields(config: dict, model_type: str, source: str) -> _Fields:
+    """Gemma 3 (multimodal) nests the decoder's fields under `text_config`; the rest are flat."""
+    defaults = _FAMILY_DEFAULTS.get(model_type)
+    if model_type == "gemma3" and "text_config" in config:
+        text = config["text_config"]
+        if not isinstance(text, dict):
+            raise CardError(source, "", "'text_config' must be a mapping of the text model's fields")
+        return _Fields(text, source, prefix="text_config.", defaults=defaults)
+    return _Fields(config, source, defaults=defaults)
+
+
+def card_from_config(config: dict, name: str | None = None, source: str = "config.json") -> ModelCard:
+    """A ModelCard from a transformers config.json dict; RooflineError (one line) when it cannot be read."""
+    if not isinstance(config, dict):
+        raise CardError(source, "", "a config.json must be a JSON object of fields")
+    model_type = config.get("model_type")
+    if model_type is None:
+        raise CardError(source, "", "missing 'model_type'")
+    if model_type not in _FAMILIES:
+        raise RooflineError(f"unsupported model_type '{model_type}'; supported: {', '.join(SUPPORTED_MODEL_TYPES)};"
+                            " write a card by hand, see README")
+    family, build = _FAMILIES[model_type]
+    fields = _text_fields(config, model_type, source)
+    notes: list[str] = []
+    arch = _validated(Architecture, build(fields, notes), source, "architecture")
+    if fields.defaulted:
+        notes.append(f"{model_type} defaults used for fields the config leaves out: {', '.join(fields.defaulted)}")
+    total = sum(param_counts(arch).values())
+    active = sum(active_param_counts(arch).values()) if arch.moe is not None else None
+    repo = _repo_id(config)
+    weights = _weights(config, notes)
+    card = {
+        "name": _slug(name) if name else _default_name(config, model_type, total, active),
+        "aliases": [repo] if repo else [],
+        "family": family,
+        "source": {"hf_repo": repo, "shapes_from": source},
+        "params": {"total": float(total), "active": float(active) if active else None,
+                   "source": f"derived from {source} shapes (no published figure)"},
+        "architecture": arch.model_dump(),
+        "weights": weights,
+        "notes": "; ".join([f"imported from {source} (model_type {model_type})", *notes]),
+    }
+    return _validated(ModelCard, card, source)
+
+
+def card_from_config_file(path: Path) -> ModelCard:
+    """A ModelCard from a config.json file given by path."""
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CardError(path, "", f"not a readable config.json ({err})") from None
+    return card_from_config(config, name=None, source=str(path))

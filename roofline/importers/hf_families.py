@@ -1,0 +1,195 @@
+"""One function per transformers model_type: a shared dense-decoder path plus what each family adds."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from roofline.importers.hf_fields import _MISSING, _Fields
+from roofline.importers.hf_parts import (
+    _NEMOTRON_BLOCKS,
+    _activation,
+    _alternating_sliding,
+    _attention,
+    _deepseek_ffns,
+    _every_layer_sliding,
+    _ffn,
+    _gemma_sliding,
+    _mamba2,
+    _mla,
+    _moe,
+    _nemotron_letters,
+    _num_layers,
+    _qwen3_moe_ffns,
+    _qwen_sliding,
+    _rope,
+    _sliding,
+)
+from roofline.importers.hf_pattern import _pattern
+
+
+def _decoder(c: _Fields, *, mixers: list[str], ffns: list[str], attention: dict | None, ffn: dict | None,
+             moe: dict | None = None, mla: dict | None = None, mamba2: dict | None = None,
+             rope: dict | None = None, tie_default: bool = False, norms_per_layer: int = 2,
+             max_context_default: Any = _MISSING, mtp_layers: int = 0) -> dict:
+    """The shared architecture: vocab, hidden, layers, context, tying, and the per-layer pattern."""
+    pattern, custom, first_dense = _pattern(mixers, ffns, moe is not None)
+    if moe is not None:
+        moe = {**moe, "first_dense_layers": first_dense}
+    if "dense" not in ffns:
+        ffn = None  # MoE-only models: `intermediate_size` is the expert width or unused
+    return {
+        "vocab_size": c.int("vocab_size"),
+        "hidden_size": c.int("hidden_size"),
+        "num_layers": len(mixers),
+        "attention": attention,
+        "mla": mla,
+        "ffn": ffn,
+        "moe": moe,
+        "mamba2": mamba2,
+        "tie_embeddings": c.bool("tie_word_embeddings", tie_default),
+        "max_context": c.int("max_position_embeddings", default=max_context_default),
+        "rope": rope,
+        "norms_per_layer": norms_per_layer,
+        "layer_pattern": pattern,
+        "layer_types": custom,
+        "mtp_layers": mtp_layers,
+    }
+
+
+def _dense_family(c: _Fields, *, sliding=None, qkv_bias=None, qk_norm=False, default_theta=10000.0,
+                  norms_per_layer=2, tie_default=False, max_context_default: Any = _MISSING) -> dict:
+    n = _num_layers(c)
+    flags, window = _sliding(c, n, sliding)
+    return _decoder(
+        c,
+        mixers=["sliding" if s else "full" for s in flags],
+        ffns=["dense"] * n,
+        attention=_attention(c, qkv_bias=qkv_bias, qk_norm=qk_norm, window=window),
+        ffn=_ffn(c),
+        rope=_rope(c, default_theta),
+        norms_per_layer=norms_per_layer,
+        tie_default=tie_default,
+        max_context_default=max_context_default,
+    )
+
+
+def _llama(c: _Fields, notes: list[str]) -> dict:
+    return _dense_family(c, default_theta=10000.0)
+
+
+def _mistral(c: _Fields, notes: list[str]) -> dict:
+    return _dense_family(c, sliding=_every_layer_sliding, default_theta=10000.0)
+
+
+def _qwen2(c: _Fields, notes: list[str]) -> dict:
+    return _dense_family(c, sliding=_qwen_sliding, qkv_bias=True, default_theta=10000.0)  # bias on q, k, v only
+
+
+def _qwen3(c: _Fields, notes: list[str]) -> dict:
+    return _dense_family(c, sliding=_qwen_sliding, qk_norm=True, default_theta=10000.0)
+
+
+# Gemma3TextConfig defaults: the released gemma-3 configs leave these out of `text_config`.
+GEMMA3_DEFAULTS = {"vocab_size": 262208, "max_position_embeddings": 131072, "rope_theta": 1_000_000.0,
+                   "rope_local_base_freq": 10000.0, "sliding_window_pattern": 6, "head_dim": 256,
+                   "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True}
+
+
+def _gemma_local_theta(c: _Fields) -> float:
+    params = c.raw("rope_parameters")
+    if isinstance(params, dict) and isinstance(params.get("sliding_attention"), dict):
+        return float(params["sliding_attention"].get("rope_theta", 10000.0))
+    return c.float("rope_local_base_freq")
+
+
+def _gemma3(c: _Fields, notes: list[str]) -> dict:
+    """Gemma 3: 5 local : 1 global layers, QK-norm, four norms per layer, tied embeddings, GeGLU (tanh)."""
+    arch = _dense_family(c, sliding=_gemma_sliding, qk_norm=True, default_theta=1_000_000.0, norms_per_layer=4,
+                         tie_default=True)
+    notes.append(f"sliding layers use rope theta {_gemma_local_theta(c):g} (the card's rope section is the global one)")
+    return arch
+
+
+def _mixtral(c: _Fields, notes: list[str]) -> dict:
+    n = _num_layers(c)
+    flags, window = _sliding(c, n, _every_layer_sliding)
+    return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=["moe"] * n,
+                    attention=_attention(c, window=window), ffn=None,
+                    moe=_moe(c, expert_size_keys=("intermediate_size",)), rope=_rope(c, 1_000_000.0))
+
+
+def _qwen3_moe(c: _Fields, notes: list[str]) -> dict:
+    n = _num_layers(c)
+    flags, window = _sliding(c, n, _qwen_sliding)
+    ffns = _qwen3_moe_ffns(c, n)
+    return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=ffns,
+                    attention=_attention(c, qk_norm=True, window=window),
+                    ffn=_ffn(c) if "dense" in ffns else None,
+                    moe=_moe(c, expert_size_keys=("moe_intermediate_size",)), rope=_rope(c, 10000.0))
+
+
+def _gpt_oss(c: _Fields, notes: list[str]) -> dict:
+    """gpt-oss: biased attention with learned sinks; experts and router carry biases; clamped SwiGLU."""
+    n = _num_layers(c)
+    flags, window = _sliding(c, n, _alternating_sliding)
+    if c.has("swiglu_limit"):
+        notes.append(f"experts use SwiGLU clamped at {c.float('swiglu_limit'):g}")
+    return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=["moe"] * n,
+                    attention=_attention(c, sinks=True, window=window), ffn=None,
+                    moe=_moe(c, expert_size_keys=("intermediate_size",), expert_bias=True, router_bias=True),
+                    rope=_rope(c, 150000.0))
+
+
+def _deepseek_v3(c: _Fields, notes: list[str]) -> dict:
+    """DeepSeek-V3: MLA on every layer, first_k_dense_replace dense layers, routed + shared experts, MTP."""
+    n = _num_layers(c)
+    mla = _mla(c)
+    heads = c.int("num_attention_heads")
+    attention = {"num_heads": heads, "num_kv_heads": c.int("num_key_value_heads", default=heads),
+                 "head_dim": mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]}
+    ffns = _deepseek_ffns(c, n)
+    mtp = c.int("num_nextn_predict_layers", default=0)
+    noaux = c.str("topk_method", default="greedy") == "noaux_tc"  # per-expert e_score_correction_bias
+    notes.append(f"routing: {c.raw('scoring_func', 'softmax')} scores, {c.raw('topk_method', 'greedy')}, "
+                 f"{c.raw('n_group', 1)} groups / top {c.raw('topk_group', 1)}"
+                 + ("; router_bias = e_score_correction_bias" if noaux else ""))
+    return _decoder(c, mixers=["mla"] * n, ffns=ffns, attention=attention,
+                    ffn=_ffn(c) if "dense" in ffns else None,
+                    moe=_moe(c, expert_size_keys=("moe_intermediate_size",), router_bias=noaux), mla=mla,
+                    rope=_rope(c, 10000.0), mtp_layers=mtp)
+
+
+def _nemotron_h(c: _Fields, notes: list[str]) -> dict:
+    """Nemotron-H: one block per layer from the hybrid pattern (Mamba-2, MoE, attention, MLP); ReLU^2 MLPs."""
+    letters = _nemotron_letters(c)
+    mixers = [_NEMOTRON_BLOCKS[x][0] for x in letters]
+    ffns = [_NEMOTRON_BLOCKS[x][1] for x in letters]
+    act = _activation(c, default="relu2")
+    gated = act not in ("relu2", "relu")
+    notes.append("attention layers use no positional encoding (NoPE); router_bias = e_score_correction_bias")
+    return _decoder(
+        c, mixers=mixers, ffns=ffns,
+        attention=_attention(c) if "full" in mixers else None,
+        ffn=_ffn(c, gated=gated, activation=act) if "dense" in ffns else None,
+        moe=_moe(c, expert_size_keys=("moe_intermediate_size", "intermediate_size"), gated=gated, router_bias=True)
+        if "moe" in ffns else None,
+        mamba2=_mamba2(c) if "mamba2" in mixers else None,
+        rope=None,
+    )
+
+
+_FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
+    "llama": ("llama", _llama),
+    "mistral": ("mistral", _mistral),
+    "mixtral": ("mistral", _mixtral),
+    "qwen2": ("qwen", _qwen2),
+    "qwen3": ("qwen", _qwen3),
+    "qwen3_moe": ("qwen", _qwen3_moe),
+    "gemma3": ("gemma", _gemma3),
+    "gemma3_text": ("gemma", _gemma3),
+    "gpt_oss": ("gpt-oss", _gpt_oss),
+    "deepseek_v3": ("deepseek", _deepseek_v3),
+    "nemotron_h": ("nemotron", _nemotron_h),
+}
+SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
+_FAMILY_DEFAULTS = {"gemma3": GEMMA3_DEFAULTS, "gemma3_text": GEMMA3_DEFAULTS}

@@ -1,0 +1,85 @@
+"""Typed, one-line-error reads from a transformers config mapping (for hf_import)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.errors import CardError
+
+_MISSING = object()
+# torch dtype names in configs -> roofline format names
+_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
+           "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}
+
+# ------------------------------------------------------------------------------------------------ reading fields
+
+
+class _Fields:
+    """Typed reads from one config mapping; a missing or mistyped field raises a one-line error naming it."""
+
+    def __init__(self, data: dict, source: str, prefix: str = "", defaults: dict | None = None):
+        self.data, self.source, self.prefix = data, source, prefix
+        self.defaults = defaults or {}
+        self.defaulted: list[str] = []  # family defaults used because the config left the field out
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        if self.has(key):
+            return self.data[key]
+        if key in self.defaults:
+            if f"{key}={self.defaults[key]}" not in self.defaulted:
+                self.defaulted.append(f"{key}={self.defaults[key]}")
+            return self.defaults[key]
+        return default
+
+    def error(self, key: str, problem: str) -> CardError:
+        return CardError(self.source, "", f"'{self.prefix}{key}' {problem}")
+
+    def _pick(self, keys: tuple[str, ...], default: Any) -> tuple[str, Any]:
+        for key in keys:
+            value = self.raw(key, _MISSING)
+            if value is not _MISSING:
+                return key, value
+        if default is _MISSING:
+            also = f" (also read as {', '.join(keys[1:])})" if len(keys) > 1 else ""
+            raise CardError(self.source, "", f"missing '{self.prefix}{keys[0]}'{also}")
+        return keys[0], default
+
+    def int(self, *keys: str, default: Any = _MISSING) -> int:
+        key, value = self._pick(keys, default)
+        if value is None:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+            raise self.error(key, f"must be an integer, got {value!r}")
+        return int(value)
+
+    def float(self, *keys: str, default: Any = _MISSING) -> float:
+        key, value = self._pick(keys, default)
+        if value is None:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"must be a number, got {value!r}")
+        return float(value)
+
+    def bool(self, key: str, default: bool) -> bool:
+        key, value = self._pick((key,), default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, got {value!r}")
+        return value
+
+    def str(self, *keys: str, default: Any = _MISSING) -> str:
+        key, value = self._pick(keys, default)
+        if value is not None and not isinstance(value, str):
+            raise self.error(key, f"must be a string, got {value!r}")
+        return value
+
+    def list(self, key: str) -> list | None:
+        value = self.raw(key)
+        if value is not None and not isinstance(value, list):
+            raise self.error(key, f"must be a list, got {value!r}")
+        return value
+
+
+# ------------------------------------------------------------------------------------------------ shared pieces

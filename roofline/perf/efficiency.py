@@ -1,0 +1,99 @@
+"""How close a real run gets to the datasheet: the `expected` mode's efficiencies and overheads.
+
+Precedence: built-in defaults per hardware kind < the card's `efficiency` section < its `calibration` section.
+The defaults are fitted by `benchmarks/fit_defaults.py` to ../shared/reference/published_train.csv.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from roofline.cards.hardware import HardwareCard, default_key
+from roofline.errors import CardError
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    memory: float = 1.0  # achieved / datasheet bandwidth when streaming weights and KV
+    memory_gemv: float | None = None  # the same for one-row (matrix-vector) matmuls; None = `memory`
+    memory_kv: float | None = None  # the same for the KV cache read by the attention core (paged); None = `memory`
+    compute: float = 1.0  # achieved / dense peak on large GEMMs, any dtype without its own figure below
+    compute_fp32: float | None = None
+    compute_bf16: float | None = None  # also used for fp16
+    compute_fp8: float | None = None
+    compute_int8: float | None = None  # GGUF k-quant kernels (llama.cpp MMQ) run here
+    compute_fp4: float | None = None
+    attention: float = 1.0  # achieved / dense peak in the attention core (flash kernels)
+    gemm_min_tokens: float = 1.0  # GEMMs pad M (tokens) up to this tile: small batches waste the rest
+    gemm_half_tokens: float = 0.0  # M at which a GEMM reaches half of `compute` (0: no ramp); CPUs ramp slowly
+    gemm_floor: float = 0.0  # the ramp never drops below this fraction (vector units still run thin GEMMs)
+    gemv_max_tokens: float = 1.0  # GEMMs of at most this many rows run as (batched) matrix-vector kernels: they
+    # stream the weight at `memory_gemv` with no ramp (llama.cpp's MMVQ takes up to 8 rows, the engine's CPU path 32)
+    link: float = 1.0  # achieved / datasheet GPU-link bandwidth in all-reduces
+    kernel_overhead_s: float = 0.0  # fixed cost per kernel launch
+    kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)
+    step_overhead_s: float = 0.0  # fixed cost per forward step (sampling, scheduling, host sync)
+    source: str = "datasheet peaks, no overhead (ceiling)"
+
+    def compute_for(self, dtype: str) -> float:
+        """Large-GEMM efficiency of one math dtype (fp16 shares bf16's; tf32 shares fp32's)."""
+        key = {"fp16": "bf16", "tf32": "fp32"}.get(dtype, dtype)
+        value = getattr(self, f"compute_{key}", None)
+        return self.compute if value is None else value
+
+
+CEILING = Efficiency()
+
+# Fitted by benchmarks/fit_defaults.py (see its printed report; rows of published_train.csv quoted there).
+DEFAULTS: dict[str, Efficiency] = {
+    # 29 rows: llama.cpp 2024 (S4, H033-H057) and TensorRT-LLM max-load (S8, H093-H104) on NVIDIA GPUs
+    # link 0.8: NCCL all-reduce bus bandwidth reaches ~80% of NVLink's per-direction rate (nccl-tests); unfitted
+    "gpu": Efficiency(link=0.8, memory=0.94, compute=0.535, compute_int8=0.110, compute_fp4=0.359, attention=1.0,
+                      gemm_min_tokens=16, kernel_overhead_s=11.9e-6, step_overhead_s=5.3e-4,
+                      source="default for discrete GPUs, fitted to published_train.csv (29 rows)"),
+    # 28 rows: llama.cpp build 6918 on DGX Spark (S1, H001-H022) and Ollama decode (S13); Ollama prefill left out
+    "soc": Efficiency(link=0.8, memory=0.78, compute=0.60, compute_int8=0.098, attention=0.077, gemm_min_tokens=16,
+                      kernel_overhead_s=4.1e-6, step_overhead_s=1.7e-4,
+                      source="default for NVIDIA unified-memory SoCs, fitted to published_train.csv (28 rows)"),
+    # 8 rows: llama.cpp Metal 2024 on M1 Max / M2 Ultra / M3 Max (S4, H041-H056)
+    "apple": Efficiency(memory=0.81, compute=0.52, attention=0.93, gemm_min_tokens=1, kernel_overhead_s=20.3e-6,
+                        step_overhead_s=7.9e-4, source="default for Apple silicon (Metal), fitted to published_train.csv (8 rows)"),
+    "cpu": Efficiency(memory=0.7, compute=0.9, attention=0.3, gemm_min_tokens=1, gemm_half_tokens=64, gemm_floor=0.05,
+                      kernel_overhead_s=2e-6, kernels_per_expert=6,
+                      step_overhead_s=1e-4, source="default for CPUs (no published rows; run roofline calibrate)"),
+}
+DEFAULTS["accelerator"] = DEFAULTS["gpu"]
+
+
+_KNOWN = {f.name for f in fields(Efficiency)} - {"source"}
+FRACTIONS = ("memory", "memory_gemv", "memory_kv", "gemm_floor", "compute", "compute_fp32", "compute_bf16",
+             "compute_fp8", "compute_int8", "compute_fp4", "attention", "link")  # fields in (0, 1]
+
+
+def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[str, float]:
+    values = section.get("values", section)
+    out = {}
+    for key, value in values.items():
+        if key in ("source", "date", "device", "points", "residuals", "versions", "notes"):
+            continue
+        if key not in _KNOWN:
+            raise CardError(hw.name, f"{where}.{key}", f"unknown efficiency field; use one of {', '.join(sorted(_KNOWN))}")
+        fraction = key in FRACTIONS
+        if not isinstance(value, (int, float)) or value < 0 or (fraction and not 0 < value <= 1):
+            raise CardError(hw.name, f"{where}.{key}", f"{value!r} is not a valid value (fractions in (0, 1], seconds ≥ 0)")
+        out[key] = float(value)
+    return out
+
+
+def expected_efficiency(hw: HardwareCard) -> Efficiency:
+    """The efficiency `expected` mode uses on this card, with its provenance in `source`."""
+    eff = DEFAULTS[default_key(hw)]
+    if hw.efficiency:
+        eff = replace(eff, **_overrides(hw, hw.efficiency, "efficiency"),
+                      source=hw.efficiency.get("source", f"{hw.name} card's efficiency section"))
+    if hw.calibration:
+        cal = hw.calibration
+        eff = replace(eff, **_overrides(hw, cal, "calibration"),
+                      source=f"calibrated on {cal.get('date', '?')} on {cal.get('device', '?')}")
+    return eff

@@ -1,0 +1,237 @@
+"""The operator graph of one forward step, for prefill and decode alike.
+
+A step is `n` new tokens for each of `batch` sequences on top of `context` cached tokens (prefill: n = chunk;
+decode: n = 1; speculative verify: n = k + 1). `batch` and `context` may be numpy arrays: every formula below
+broadcasts, so one code path serves a single prediction and a vectorised sweep.
+
+Layers with identical shapes are grouped; each Op carries its layer multiplicity in `count`.
+Units: FLOPs, bytes. Shapes in comments: T = batch * n tokens in the step.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.model import ModelCard
+from roofline.sizing.kv import (
+    layer_kv_values_per_token,
+    layer_state_values,
+    state_bytes_per_value,
+)
+from roofline.sizing.layers import Layer, resolve_layers
+from roofline.sizing.params import mlp_params
+from roofline.sizing.precision import Formats
+
+Num = Any  # float or numpy array (broadcast over batch x context)
+
+
+@dataclass(frozen=True)
+class Step:
+    phase: str  # "prefill" | "decode"
+    n: int  # new tokens per sequence
+    batch: Num = 1
+    context: Num = 0  # tokens already cached per sequence
+
+    @property
+    def tokens(self) -> Num:
+        return self.batch * self.n
+
+    @property
+    def logit_tokens(self) -> Num:
+        """Prefill needs logits for the last prompt token only; decode/verify for every new token."""
+        return self.batch if self.phase == "prefill" else self.tokens
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str  # qkv_proj, attention, o_proj, ffn, router, experts, shared_experts, mamba_proj, ssm_scan, ...
+    op_class: str  # attention | projection | ffn | moe | mamba | lm_head | embedding | norm
+    dtype: str  # math dtype
+    flops: Num
+    weight_bytes: Num = 0.0
+    act_bytes: Num = 0.0
+    kv_read_bytes: Num = 0.0
+    kv_write_bytes: Num = 0.0
+    count: int = 1  # layers sharing this op
+    kernels: int = 1  # kernel launches per layer
+    gemm_tokens: Num = None  # M of each GEMM when not the step's token count (MoE: tokens per expert)
+    routing: tuple[int, int] | None = None  # MoE experts: (num_experts, experts_per_token)
+    experts_touched: Num = 0.0  # MoE experts: distinct experts run (engines that launch per expert pay each)
+    gemm: bool = True  # a weight matmul (tensor cores, tile padding); False: attention core, scans, norms
+    kv_shards: int = 0  # ways its KV/state splits under tensor parallelism (kv heads; 1 = replicated MLA latent)
+    link_bytes: Num = 0.0  # bytes each GPU sends over the interconnect (collectives only)
+    link_hops: int = 0  # latency-bound hops per collective
+
+    @property
+    def bytes(self) -> Num:
+        return self.weight_bytes + self.act_bytes + self.kv_read_bytes + self.kv_write_bytes
+
+
+def matmul(name: str, op_class: str, component: str, params: float, t: Num, d_in: int, d_out: int, f: Formats,
+           count: int, kernels: int = 1) -> Op:
+    """A weight matmul over t tokens: 2*t*params FLOPs, weights read once, activations in and out."""
+    return Op(name, op_class, f.dtype(component), 2.0 * t * params, params * f.wbytes(component),
+              t * (d_in + d_out) * f.act_bytes, count=count, kernels=kernels)
+
+
+def attended_pairs(n: int, context: Num, window: int | None) -> Num:
+    """Query-key pairs per sequence when n new tokens follow `context` cached ones, causally (half the square),
+    each new token seeing at most `window` keys: sum_{i=1..n} min(context + i, window)."""
+    full = n * context + n * (n + 1) / 2.0
+    if window is None:
+        return full
+    m = np.clip(window - context, 0, n)  # new tokens whose span still fits the window
+    return m * context + m * (m + 1) / 2.0 + (n - m) * window
+
+
+def _span(step: Step, window: int | None) -> Num:
+    held = step.context + step.n
+    return held if window is None else np.minimum(held, window)
+
+
+def attention_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
+    """GQA/MHA, full or sliding: QKV, the attention core (scores + values), O."""
+    att, h, t = card.architecture.attention, card.architecture.hidden_size, step.tokens
+    q_out, kv_out = lay.num_heads * lay.head_dim, lay.num_kv_heads * lay.head_dim * (1 if lay.k_eq_v else 2)
+    kv_tok = layer_kv_values_per_token(card.architecture, lay) * f.kv_bytes
+    pairs = attended_pairs(step.n, step.context, lay.window)
+    core = Op("attention", "attention", f.act_dtype, step.batch * pairs * 4.0 * lay.num_heads * lay.head_dim,
+              act_bytes=2 * t * q_out * f.act_bytes, kv_read_bytes=step.batch * _span(step, lay.window) * kv_tok,
+              kv_write_bytes=t * kv_tok, count=count, gemm=False, kv_shards=lay.num_kv_heads)
+    qkv_params = h * (q_out + kv_out) + ((q_out + kv_out) if att.qkv_bias else 0)
+    return [matmul("qkv_proj", "projection", "attention", qkv_params, t, h, q_out + kv_out, f, count), core,
+            matmul("o_proj", "projection", "attention", q_out * h, t, q_out, h, f, count)]
+
+
+def mla_ops(card: ModelCard, step: Step, f: Formats, count: int) -> list[Op]:
+    """DeepSeek MLA. Decode uses the absorbed form (attend over the latent); prefill decompresses K/V."""
+    arch = card.architecture
+    m, h, heads, t = arch.mla, arch.hidden_size, arch.attention.num_heads, step.tokens
+    qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+    q_params = (h * m.q_lora_rank + m.q_lora_rank * heads * qk) if m.q_lora_rank else h * heads * qk
+    kv_b = m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
+    latent = (m.kv_lora_rank + m.qk_rope_head_dim) * f.kv_bytes
+    pairs = attended_pairs(step.n, step.context, None)
+    if step.phase == "decode":  # absorbed: q_nope -> latent, scores over 576 dims, values over 512, latent -> v
+        core_flops = step.batch * pairs * 2.0 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+        kvb_flops = 2.0 * t * heads * m.kv_lora_rank * (m.qk_nope_head_dim + m.v_head_dim)
+    else:  # decompress every attended latent, then ordinary attention with qk=192, v=128 dims
+        core_flops = step.batch * pairs * 2.0 * heads * (qk + m.v_head_dim)
+        kvb_flops = 2.0 * step.batch * (step.context + step.n) * kv_b
+    return [
+        matmul("q_proj", "projection", "attention", q_params, t, h, heads * qk, f, count, kernels=2),
+        matmul("kv_a_proj", "projection", "attention", h * (m.kv_lora_rank + m.qk_rope_head_dim), t, h,
+               m.kv_lora_rank + m.qk_rope_head_dim, f, count),
+        Op("kv_b_proj", "projection", f.dtype("attention"), kvb_flops, kv_b * f.wbytes("attention"), count=count),
+        Op("attention", "attention", f.act_dtype, core_flops, act_bytes=2 * t * heads * m.v_head_dim * f.act_bytes,
+           kv_read_bytes=step.batch * _span(step, None) * latent, kv_write_bytes=t * latent, count=count, gemm=False,
+           kv_shards=1),
+        matmul("o_proj", "projection", "attention", heads * m.v_head_dim * h, t, heads * m.v_head_dim, h, f, count),
+    ]
+
+
+def mamba2_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
+    """Mamba-2: in/out projections, conv + SSD scan; the state is read and written once per sequence per step."""
+    arch = card.architecture
+    m, h, t = arch.mamba2, arch.hidden_size, step.tokens
+    d_in, gs = m.d_inner, m.n_groups * m.state_size
+    proj_out = 2 * d_in + 2 * gs + m.num_heads
+    # recurrence: decay, B x outer product, C h readout ~ 6 d_in N per token; chunked SSD adds intra-chunk
+    # (C B^T) X products ~ chunk * (G N + d_in) per token (causal halves the square)
+    scan_per_token = 6.0 * d_in * m.state_size + (m.chunk_size * (gs + d_in) if step.phase == "prefill" else 0.0)
+    state = layer_state_values(arch, lay) * state_bytes_per_value(arch, f.kv_quant)
+    return [
+        matmul("mamba_in_proj", "mamba", "mamba", h * proj_out, t, h, proj_out, f, count),
+        Op("ssm_scan", "mamba", f.act_dtype, t * (scan_per_token + 2.0 * (d_in + 2 * gs) * m.conv_kernel),
+           act_bytes=2 * t * (d_in + 2 * gs) * f.act_bytes, kv_read_bytes=step.batch * state,
+           kv_write_bytes=step.batch * state, count=count, kernels=3, gemm=False, kv_shards=m.num_heads),
+        matmul("mamba_out_proj", "mamba", "mamba", d_in * h, t, d_in, h, f, count),
+    ]
+
+
+def expected_experts_touched(num_experts: int, k: int, tokens: Num) -> Num:
+    """Distinct experts hit when `tokens` tokens each route to k of E uniformly: E * (1 - (1 - k/E)^T)."""
+    return num_experts * (1.0 - (1.0 - k / num_experts) ** tokens)
+
+
+def gemv_expert_share(num_experts: int, k: int, tokens: Num, max_rows: float) -> Num:
+    """Of the experts T tokens touch, the expected share that at most `max_rows` tokens route to (they run as
+    matrix-vector kernels): P(1 <= X <= max_rows) / P(X >= 1), X ~ Binomial(T, p = k / E)."""
+    p, t = k / num_experts, np.asarray(tokens, dtype=float)
+    if p >= 1.0:  # every expert sees every token
+        return np.where(t <= max_rows, 1.0, 0.0)
+    term = none = (1.0 - p) ** t  # P(X = 0)
+    few = np.zeros_like(term)
+    for j in range(1, int(max_rows) + 1):  # P(X = j) from P(X = j - 1)
+        term = term * np.maximum(t - j + 1, 0.0) / j * p / (1.0 - p)
+        few = few + term
+    return np.minimum(few / np.maximum(1.0 - none, 1e-12), 1.0)
+
+
+def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
+    arch, t = card.architecture, step.tokens
+    h = arch.hidden_size
+    if lay.ffn == "dense":
+        fc = arch.ffn
+        return [matmul("ffn", "ffn", "ffn", mlp_params(h, fc.intermediate_size, fc.gated, fc.bias), t, h,
+                       fc.intermediate_size * (3 if fc.gated else 2), f, count, kernels=3)]
+    if lay.ffn != "moe":
+        return []
+    e = arch.moe
+    width = e.latent_size or h
+    per_expert = mlp_params(width, e.expert_intermediate_size, e.gated, e.expert_bias)
+    touched = expected_experts_touched(e.num_experts, e.experts_per_token, t)
+    routed = t * e.experts_per_token
+    ops = [matmul("router", "moe", "router", h * e.num_experts, t, h, e.num_experts, f, count),
+           Op("experts", "moe", f.dtype("experts"), 2.0 * routed * per_expert, touched * per_expert * f.wbytes("experts"),
+              routed * (2 * width + e.expert_intermediate_size * (3 if e.gated else 2)) * f.act_bytes, count=count,
+              kernels=3, gemm_tokens=routed / touched, experts_touched=touched,
+              routing=(e.num_experts, e.experts_per_token))]
+    if e.latent_size:
+        ops.append(matmul("latent_proj", "moe", "experts", 2 * h * e.latent_size, t, h, e.latent_size, f, count, 2))
+    if e.num_shared_experts:
+        inner = e.shared_expert_intermediate_size or e.num_shared_experts * e.expert_intermediate_size
+        ops.append(matmul("shared_experts", "moe", "shared_experts", mlp_params(h, inner, e.gated), t, h, inner * 3,
+                          f, count, kernels=3))
+    return ops
+
+
+def norm_op(card: ModelCard, step: Step, f: Formats, count: int, norms: int) -> Op:
+    h = card.architecture.hidden_size
+    return Op("norms", "norm", f.act_dtype, 5.0 * step.tokens * h * norms, act_bytes=2 * step.tokens * h * f.act_bytes * norms,
+              count=count, kernels=norms, gemm=False)
+
+
+def layer_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
+    """Every op of one layer type, for `count` identical layers."""
+    ops: list[Op] = []
+    if lay.is_attention:
+        ops += attention_ops(card, lay, step, f, count)
+    elif lay.mixer == "mla":
+        ops += mla_ops(card, step, f, count)
+    elif lay.mixer == "mamba2":
+        ops += mamba2_ops(card, lay, step, f, count)
+    ops += ffn_ops(card, lay, step, f, count)
+    blocks = (lay.mixer != "none") + (lay.ffn != "none")
+    ops.append(norm_op(card, step, f, count, card.architecture.norms_per_layer if blocks == 2 else 1))
+    return ops
+
+
+def step_ops(card: ModelCard, hw: HardwareCard, step: Step, quant: str | None = None, kv_quant: str = "bf16") -> list[Op]:
+    """The whole step: embedding gather, every layer type x its multiplicity, final norm + lm_head."""
+    f = Formats(card, hw, quant, kv_quant)
+    arch, h = card.architecture, card.architecture.hidden_size
+    groups = Counter((lay.mixer, lay.ffn, lay.num_heads, lay.num_kv_heads, lay.head_dim, lay.window, lay.k_eq_v)
+                     for lay in resolve_layers(arch))
+    ops = [Op("embedding", "embedding", f.act_dtype, 0.0, step.tokens * h * f.wbytes("embedding"),
+              step.tokens * h * f.act_bytes, gemm=False)]
+    for key, count in groups.items():
+        ops += layer_ops(card, Layer(0, *key), step, f, count)
+    head = "embedding" if arch.tie_embeddings else "lm_head"
+    lm = matmul("lm_head", "lm_head", head, arch.vocab_size * h, step.logit_tokens, h, arch.vocab_size, f, 1, 2)
+    return ops + [lm]

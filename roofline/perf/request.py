@@ -1,0 +1,165 @@
+"""Request-level prediction: TTFT, ITL, tok/s and e2e, ceiling beside expected, and why (the bound)."""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel
+
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.model import ModelCard
+from roofline.perf.efficiency import CEILING, Efficiency, expected_efficiency
+from roofline.perf.ops import Op, Step, layer_ops, matmul, step_ops
+from roofline.perf.parallel import check_parallel, collective_ops, shard_ops
+from roofline.perf.timing import StepTime, bound_of, time_ops
+from roofline.perf.workload import Workload
+from roofline.sizing.layers import resolve_layers
+from roofline.sizing.memory import Deployment, memory_budget
+from roofline.sizing.precision import Formats
+
+DECODE_SAMPLES = 16  # contexts at which the decode step is evaluated to average ITL (midpoint rule)
+
+
+def decode_contexts(start, output_tokens: int):
+    """Context lengths at which to evaluate decode steps: every step for short outputs, else midpoints."""
+    if output_tokens <= DECODE_SAMPLES:
+        offsets = np.arange(output_tokens, dtype=float)
+    else:
+        offsets = (np.arange(DECODE_SAMPLES) + 0.5) * output_tokens / DECODE_SAMPLES
+    return np.asarray(start, dtype=float)[..., None] + offsets
+
+
+def draft_ops(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, draft: ModelCard | None) -> list[Op]:
+    """One draft proposal step: the draft model's decode step, or an MTP head (one layer + lm_head)."""
+    if draft is not None:
+        return step_ops(draft, hw, step, wl.quant, wl.kv_quant)
+    f = Formats(card, hw, wl.quant, wl.kv_quant)
+    last = resolve_layers(card.architecture)[-1]
+    arch = card.architecture
+    head = "embedding" if arch.tie_embeddings else "lm_head"
+    return layer_ops(card, last, step, f, max(arch.mtp_layers, 1)) + [
+        matmul("mtp_lm_head", "lm_head", head, arch.vocab_size * arch.hidden_size, step.tokens, arch.hidden_size,
+               arch.vocab_size, f, 1, 2)]
+
+
+def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff: Efficiency,
+               ops: list[Op] | None = None) -> StepTime:
+    """One step on the workload's GPUs: each GPU's share of the ops plus the collectives, timed."""
+    ops = step_ops(card, hw, step, wl.quant, wl.kv_quant) if ops is None else ops
+    act = Formats(card, hw, wl.quant, wl.kv_quant).act_bytes
+    ops = shard_ops(ops, wl.tp) + collective_ops(card, step, wl.tp, wl.pp, act)
+    return time_ops(ops, hw, eff, step.tokens)
+
+
+def decode_step_time(card, hw, wl: Workload, eff: Efficiency, batch, context, draft: ModelCard | None = None) -> StepTime:
+    """Seconds per emitted token group: one target step (k+1 tokens when speculating) plus k draft steps."""
+    st = timed_step(card, hw, Step("decode", wl.spec_tokens + 1, batch, context), wl, eff)
+    if wl.spec_tokens:
+        dstep = Step("decode", 1, batch, context)
+        d = timed_step(draft or card, hw, dstep, wl, eff, draft_ops(card, hw, dstep, wl, draft))
+        for name in ("total_s", "compute_s", "memory_s", "overhead_s", "flops", "bytes"):
+            setattr(st, name, getattr(st, name) + wl.spec_tokens * getattr(d, name))
+        st.by_class["draft"] = wl.spec_tokens * d.total_s
+    return st
+
+
+class PhaseReport(BaseModel):
+    time_s: float
+    flops: float
+    bytes: float
+    arithmetic_intensity: float  # FLOP per byte moved
+    ridge_flop_per_byte: float  # the card's peak / bandwidth for this phase's main dtype
+    bound: str  # compute | memory | overhead
+    time_share: dict[str, float]  # by op class
+    top_ops: list[tuple[str, float]]  # (op, seconds) largest first
+
+
+class Metrics(BaseModel):
+    ttft_s: float
+    itl_s: float
+    e2e_s: float
+    prefill_tok_s: float
+    decode_tok_s: float
+    decode_tok_s_aggregate: float
+
+
+class Prediction(Metrics):
+    """Expected-mode metrics (the inherited fields), the ceiling beside them, memory, and why."""
+
+    model: str
+    hardware: str
+    quant: str
+    kv_quant: str
+    prompt_tokens: int
+    output_tokens: int
+    batch: int
+    spec_tokens: int
+    accept_rate: float | None
+    gpus: int
+    tp: int
+    pp: int
+    weights_bytes: float  # the whole model, at the formats used
+    kv_bytes: float  # KV cache + state of all `batch` sequences at prompt + output tokens
+    memory_per_gpu_bytes: float  # the full budget on one GPU: weights + KV shares, activations, runtime, OS
+    memory_capacity_bytes: float  # one GPU's capacity
+    fits_in_memory: bool
+    bound: dict[str, str]
+    ceiling: Metrics
+    efficiency_source: str
+    phases: dict[str, PhaseReport]
+
+
+def _report(st: StepTime, hw: HardwareCard, dtype: str, scale: float = 1.0) -> PhaseReport:
+    total = float(np.mean(st.total_s)) * scale
+    per = {k: float(np.mean(v)) * scale for k, v in st.by_class.items()}
+    ops = sorted(((k, float(np.mean(v)) * scale) for k, v in st.by_op.items()), key=lambda kv: -kv[1])
+    flops, nbytes = float(np.mean(st.flops)), float(np.mean(st.bytes))
+    bound = str(bound_of(StepTime(*(float(np.mean(getattr(st, f))) for f in
+                                    ("total_s", "compute_s", "memory_s", "overhead_s", "flops", "bytes")))))
+    return PhaseReport(time_s=total, flops=flops * scale, bytes=nbytes * scale,
+                       arithmetic_intensity=flops / nbytes if nbytes else 0.0,
+                       ridge_flop_per_byte=hw.peak_flops.as_dict().get(dtype, 0.0) / hw.memory.bandwidth_bytes_per_s,
+                       bound=bound, time_share={k: v / total for k, v in per.items() if total}, top_ops=ops[:6])
+
+
+def request_metrics(card, hw, wl: Workload, eff: Efficiency, draft=None, batch=None, prompt=None):
+    """TTFT, ITL, tok/s, e2e for `batch` sequences of `prompt` tokens (numpy arrays of equal shape, or the
+    workload's scalars). Returns (metrics dict, prefill StepTime, decode StepTime over sampled contexts)."""
+    batch = wl.batch if batch is None else batch
+    prompt = wl.prompt_tokens if prompt is None else prompt
+    pre = timed_step(card, hw, Step("prefill", prompt, batch, wl.context_tokens), wl, eff)
+    contexts = decode_contexts(np.asarray(prompt) + wl.context_tokens, wl.output_tokens)
+    dec = decode_step_time(card, hw, wl, eff, np.asarray(batch)[..., None], contexts, draft)
+    itl = np.mean(dec.total_s, axis=-1) / wl.tokens_per_verify
+    first = np.asarray(dec.total_s)[..., 0]
+    return {"ttft_s": pre.total_s + first, "itl_s": itl, "e2e_s": pre.total_s + wl.output_tokens * itl,
+            "prefill_tok_s": batch * prompt / pre.total_s, "decode_tok_s": 1.0 / itl,
+            "decode_tok_s_aggregate": batch / itl}, pre, dec
+
+
+def _metrics(card, hw, wl: Workload, eff: Efficiency, draft) -> tuple[Metrics, StepTime, StepTime]:
+    values, pre, dec = request_metrics(card, hw, wl, eff, draft)
+    return Metrics(**{k: float(v) for k, v in values.items()}), pre, dec
+
+
+def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | None = None,
+            eff: Efficiency | None = None) -> Prediction:
+    """Predict one request shape (batch sequences of prompt -> output tokens) on one card, both modes."""
+    check_parallel(card, hw, wl.tp, wl.pp)
+    eff = eff or expected_efficiency(hw)
+    m, pre, dec = _metrics(card, hw, wl, eff, draft)
+    ceil, _, _ = _metrics(card, hw, wl, CEILING, draft)
+    fmts = Formats(card, hw, wl.quant, wl.kv_quant)
+    tokens = wl.context_tokens + wl.prompt_tokens + wl.output_tokens
+    whole = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(block_tokens=1))
+    per_gpu = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(wl.tp, wl.pp))
+    phases = {"prefill": _report(pre, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts")),
+              "decode": _report(dec, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts"),
+                                1.0 / wl.tokens_per_verify)}
+    return Prediction(
+        model=card.name, hardware=hw.name, quant=wl.quant or "+".join(dict.fromkeys(card.weights.values())),
+        kv_quant=wl.kv_quant, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens, batch=wl.batch,
+        spec_tokens=wl.spec_tokens, accept_rate=wl.accept_rate, gpus=wl.tp * wl.pp, tp=wl.tp, pp=wl.pp,
+        **m.model_dump(), weights_bytes=whole.weights_bytes, kv_bytes=float(whole.kv_bytes),
+        memory_per_gpu_bytes=float(per_gpu.total_bytes), memory_capacity_bytes=per_gpu.capacity_bytes,
+        fits_in_memory=bool(per_gpu.fits),
+        bound={k: v.bound for k, v in phases.items()}, ceiling=ceil, efficiency_source=eff.source, phases=phases)

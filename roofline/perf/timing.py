@@ -1,0 +1,104 @@
+"""Roofline timing of an op list: time = max(FLOPs / (peak x eff), bytes / (bandwidth x eff)) + overheads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from roofline.cards.hardware import HardwareCard
+from roofline.perf.efficiency import Efficiency
+from roofline.perf.ops import Op, gemv_expert_share
+
+Num = Any
+
+
+@dataclass
+class StepTime:
+    """Seconds of one step, split by what limits each op; numpy-broadcast like the step's batch/context."""
+
+    total_s: Num
+    compute_s: Num  # time of ops whose compute term dominates
+    memory_s: Num  # time of ops whose memory term dominates
+    overhead_s: Num  # kernel launches + the per-step fixed cost
+    flops: Num
+    bytes: Num
+    by_class: dict[str, Num] = field(default_factory=dict)
+    by_op: dict[str, Num] = field(default_factory=dict)
+
+
+def _peak(hw: HardwareCard, dtype: str) -> float:
+    peaks = hw.peak_flops.as_dict()
+    return peaks.get(dtype) or max(peaks.values())
+
+
+def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
+    """Achieved bytes/s of one op: matrix-vector work (up to `gemv_max_tokens` rows) streams at `memory_gemv`, the
+    attention core's KV reads at `memory_kv`, everything else at `memory` (each kernel kind reaches its own
+    fraction of the bus)."""
+    full = hw.memory.bandwidth_bytes_per_s
+    if op.op_class == "attention" and not op.gemm and eff.memory_kv is not None:
+        return full * eff.memory_kv
+    if eff.memory_gemv is None or not op.gemm:
+        return full * eff.memory
+    if op.routing is not None:  # MoE: experts that see at most gemv_max_tokens tokens run matrix-vector kernels
+        share = gemv_expert_share(*op.routing, tokens, eff.gemv_max_tokens)
+        return full * (share * eff.memory_gemv + (1 - share) * eff.memory)
+    return full * np.where(np.asarray(tokens) <= eff.gemv_max_tokens, eff.memory_gemv, eff.memory)
+
+
+def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
+    """FLOPs / (peak x efficiency). GEMMs with M rows pay for rows padded to `gemm_min_tokens` and reach
+    M / (M + gemm_half_tokens) of their large-GEMM efficiency (never below `gemm_floor`; no ramp up to
+    `gemv_max_tokens` rows). Non-GEMM kernels (attention core, scans, norms) run at the `attention` efficiency."""
+    if not op.gemm:
+        return op.flops / (_peak(hw, op.dtype) * eff.attention)
+    m = np.maximum(tokens if op.gemm_tokens is None else op.gemm_tokens, 1e-9)
+    padding = np.maximum(1.0, eff.gemm_min_tokens / m)
+    ramp = np.maximum(m / (m + eff.gemm_half_tokens), eff.gemm_floor) if eff.gemm_half_tokens else 1.0
+    ramp = np.where(m <= eff.gemv_max_tokens, 1.0, ramp)  # matrix-vector kernels: bandwidth-bound, no ramp
+    return op.flops * padding / (_peak(hw, op.dtype) * eff.compute_for(op.dtype) * ramp)
+
+
+def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num) -> StepTime:
+    """Time every op on `hw` at efficiency `eff`; `tokens` is the step's GEMM M dimension (batch x new tokens)."""
+    zero = np.zeros(np.broadcast(tokens, *(o.flops for o in ops), *(o.bytes for o in ops)).shape)
+    st = StepTime(zero + eff.step_overhead_s, zero.copy(), zero.copy(), zero + eff.step_overhead_s, zero.copy(),
+                  zero.copy())
+    for op in ops:
+        if op.op_class == "comm":
+            _add_link(st, op, hw, eff)
+            continue
+        c, m = compute_seconds(op, hw, eff, tokens), op.bytes / bandwidth(op, hw, eff, tokens)
+        limited = np.maximum(c, m) * op.count
+        ovh = (op.kernels + eff.kernels_per_expert * op.experts_touched) * op.count * eff.kernel_overhead_s
+        st.total_s = st.total_s + limited + ovh
+        st.compute_s = st.compute_s + np.where(c > m, limited, 0.0)
+        st.memory_s = st.memory_s + np.where(c > m, 0.0, limited)
+        st.overhead_s = st.overhead_s + ovh
+        st.flops = st.flops + op.flops * op.count
+        st.bytes = st.bytes + op.bytes * op.count
+        st.by_class[op.op_class] = st.by_class.get(op.op_class, 0.0) + limited + ovh
+        st.by_op[op.name] = st.by_op.get(op.name, 0.0) + limited + ovh
+    return st
+
+
+def _add_link(st: StepTime, op: Op, hw: HardwareCard, eff: Efficiency) -> None:
+    """A collective: bytes over the GPU link (at `eff.link` of its datasheet rate) + per-hop latency (expected
+    mode only: latency is overhead, which the ceiling leaves out)."""
+    ic = hw.interconnect
+    transfer = op.link_bytes / (ic.bandwidth_bytes_per_s_per_direction * eff.link)
+    latency = op.link_hops * ic.latency_s if eff.kernel_overhead_s or eff.step_overhead_s else 0.0
+    t = op.count * (transfer + latency)
+    st.total_s = st.total_s + t
+    st.memory_s = st.memory_s + op.count * transfer  # bandwidth-bound, like memory traffic
+    st.overhead_s = st.overhead_s + op.count * latency
+    st.by_class["comm"] = st.by_class.get("comm", 0.0) + t
+    st.by_op[op.name] = st.by_op.get(op.name, 0.0) + t
+
+
+def bound_of(st: StepTime) -> Num:
+    """'compute', 'memory' or 'overhead': whichever share of the step's time is largest."""
+    shares = np.stack(np.broadcast_arrays(st.compute_s, st.memory_s, st.overhead_s))
+    return np.array(["compute", "memory", "overhead"])[np.argmax(shares, axis=0)]

@@ -1,0 +1,1 @@
+"""Reports: plots of the roofline, sweeps and memory budgets (matplotlib, imported lazily)."""

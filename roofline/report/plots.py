@@ -1,0 +1,146 @@
+"""Pictures: the roofline chart, the concurrency sweep, the memory budget. matplotlib is imported only here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.model import ModelCard
+from roofline.perf.efficiency import expected_efficiency
+from roofline.perf.grid import sweep_arrays
+from roofline.perf.ops import Step, step_ops
+from roofline.perf.parallel import shard_ops
+from roofline.perf.timing import time_ops
+from roofline.perf.workload import Workload
+from roofline.sizing.memory import Deployment, max_concurrency, memory_budget
+
+COLORS = {"prefill": "tab:blue", "decode": "tab:red"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _points(card: ModelCard, hw: HardwareCard, wl: Workload, phase: str) -> tuple[dict, list[dict]]:
+    """(the whole step, its largest ops) as {label, intensity FLOP/B, attained FLOP/s} at expected efficiency."""
+    eff = expected_efficiency(hw)
+    step = (Step("prefill", wl.prompt_tokens, wl.batch, wl.context_tokens) if phase == "prefill"
+            else Step("decode", 1, wl.batch, wl.context_tokens + wl.prompt_tokens))
+    ops = shard_ops(step_ops(card, hw, step, wl.quant, wl.kv_quant), wl.tp)
+    whole = time_ops(ops, hw, eff, step.tokens)
+    per_op = []
+    for op in ops:
+        t = float(time_ops([op], hw, eff, step.tokens).total_s) - eff.step_overhead_s
+        if op.flops * op.count > 0 and t > 0:
+            per_op.append({"label": op.name, "intensity": op.flops / op.bytes, "attained": op.flops * op.count / t,
+                           "time_s": t})
+    per_op.sort(key=lambda p: -p["time_s"])
+    total = {"label": f"{phase} step", "intensity": float(whole.flops / whole.bytes),
+             "attained": float(whole.flops / whole.total_s), "time_s": float(whole.total_s)}
+    return total, per_op[:5]
+
+
+def plot_roofline(card: ModelCard, hw: HardwareCard, wl: Workload, path: Path) -> dict:
+    """Log-log roofline: compute roofs per dtype, the bandwidth slope, ridge points; prefill/decode and ops."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 6), dpi=110)
+    bw = hw.memory.bandwidth_bytes_per_s
+    x = np.logspace(-1, 5, 400)
+    ax.loglog(x, bw * x, color="black", lw=1.5, label=f"memory {bw / 1e9:,.0f} GB/s")
+    data = {"roofs": {}, "points": []}
+    for dtype, peak in sorted(hw.peak_flops.as_dict().items(), key=lambda kv: -kv[1]):
+        ridge = peak / bw
+        ax.loglog(x[x >= ridge], np.full((x >= ridge).sum(), peak), lw=1.2, label=f"{dtype} {peak / 1e12:,.0f} TFLOP/s")
+        ax.plot([ridge], [peak], "k.", ms=5)
+        data["roofs"][dtype] = {"peak_flop_per_s": peak, "ridge_flop_per_byte": ridge}
+    for phase in ("prefill", "decode"):
+        total, ops = _points(card, hw, wl, phase)
+        ax.plot(total["intensity"], total["attained"], marker="*", ms=16, color=COLORS[phase], ls="none",
+                label=f"{phase} step ({total['time_s'] * 1e3:,.1f} ms)")
+        for p in ops:
+            ax.plot(p["intensity"], p["attained"], marker="o", ms=6, color=COLORS[phase], alpha=0.6, ls="none")
+            ax.annotate(p["label"], (p["intensity"], p["attained"]), fontsize=7, xytext=(4, -9),
+                        textcoords="offset points", color=COLORS[phase])
+        data["points"] += [{"phase": phase, **total}] + [{"phase": phase, **p} for p in ops]
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
+    ax.set_ylabel("attained FLOP/s (expected mode)")
+    ax.set_title(f"{card.name} on {hw.name}: {wl.prompt_tokens}-token prefill and decode, batch {wl.batch}")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8, loc="lower right")
+    _save(fig, path, plt)
+    return data
+
+
+def plot_sweep(card: ModelCard, hw: HardwareCard, wl: Workload, levels: list[int], path: Path) -> dict:
+    """Aggregate and per-request decode tok/s against concurrency, with the memory limit marked."""
+    plt = _pyplot()
+    b = np.array(levels, float)
+    v = sweep_arrays(card, hw, wl, b, np.full_like(b, wl.prompt_tokens))
+    limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
+                            Deployment(wl.tp, wl.pp))
+    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
+    ok = v["fits_in_memory"]
+    ax.plot(b[ok], v["decode_tok_s_aggregate"][ok], "o-", color="tab:blue", label="aggregate tok/s")
+    ax.plot(b[~ok], v["decode_tok_s_aggregate"][~ok], "o--", color="tab:blue", alpha=0.3, label="(does not fit)")
+    ax2 = ax.twinx()
+    ax2.plot(b[ok], v["decode_tok_s"][ok], "s-", color="tab:red", label="per-request tok/s")
+    if limit and limit < 10**9:
+        ax.axvline(limit, color="gray", ls=":", lw=1.5)
+        ax.annotate(f"memory limit: {limit} requests", (limit, ax.get_ylim()[1] * 0.9), fontsize=8, rotation=90,
+                    ha="right", color="gray")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("concurrent requests")
+    ax.set_ylabel("aggregate decode tok/s", color="tab:blue")
+    ax2.set_ylabel("per-request decode tok/s", color="tab:red")
+    ax2.set_ylim(bottom=0)
+    ax.set_title(f"{card.name} on {hw.name}: {wl.prompt_tokens}-token prompts → {wl.output_tokens} tokens")
+    ax.grid(True, alpha=0.25)
+    handles = ax.get_legend_handles_labels()
+    more = ax2.get_legend_handles_labels()
+    ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize=8, loc="center left")
+    _save(fig, path, plt)
+    return {"concurrency": levels, "aggregate_tok_s": v["decode_tok_s_aggregate"].tolist(),
+            "per_request_tok_s": v["decode_tok_s"].tolist(), "fits": ok.tolist(), "max_concurrency": limit}
+
+
+def plot_memory(card: ModelCard, hws: list[HardwareCard], wl: Workload, context: int, path: Path) -> dict:
+    """A stacked budget bar per hardware card against its capacity."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(hws) + 3), 5.5), dpi=110)
+    parts = ("weights", "kv", "activations", "runtime", "reserved")
+    colors = ("tab:blue", "tab:orange", "tab:green", "tab:gray", "tab:brown")
+    out = {}
+    for i, hw in enumerate(hws):
+        b = memory_budget(card, hw, wl.quant, wl.kv_quant, context, wl.batch, Deployment(wl.tp, wl.pp))
+        values = dict(zip(parts, (b.weights_bytes, float(b.kv_bytes), float(b.activations_bytes), b.runtime_bytes,
+                                  b.reserved_bytes)))
+        bottom = 0.0
+        for (name, value), color in zip(values.items(), colors):
+            ax.bar(i, value / 1e9, bottom=bottom, color=color, label=name if i == 0 else None, width=0.6)
+            bottom += value / 1e9
+        ax.hlines(b.capacity_bytes / 1e9, i - 0.4, i + 0.4, colors="black", lw=2.5,
+                  label="capacity" if i == 0 else None)
+        out[hw.name] = {**values, "capacity": b.capacity_bytes, "fits": bool(b.fits)}
+    ax.set_xticks(range(len(hws)), [f"{h.name}\n{'fits' if out[h.name]['fits'] else 'does NOT fit'}" for h in hws],
+                  fontsize=8)
+    ax.set_ylabel("GB per GPU")
+    ax.set_title(f"{card.name}: {wl.batch} × {context:,} tokens, weights {wl.quant or 'native'}, KV {wl.kv_quant}")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.25)
+    _save(fig, path, plt)
+    return out
+
+
+def _save(fig, path: Path, plt) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,59 @@
+"""Resolve a card's layer pattern into one concrete description per layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.cards.model import STANDARD_LAYER_TYPES, Architecture
+
+
+@dataclass(frozen=True)
+class Layer:
+    index: int
+    mixer: str  # full | sliding | mla | mamba2 | none
+    ffn: str  # dense | moe | none
+    num_heads: int = 0
+    num_kv_heads: int = 0
+    head_dim: int = 0
+    window: int | None = None  # tokens attended on sliding layers
+    k_eq_v: bool = False
+
+    @property
+    def is_attention(self) -> bool:
+        return self.mixer in ("full", "sliding")
+
+
+def resolve_layers(arch: Architecture) -> list[Layer]:
+    """One Layer per decoder layer, in order, with 'auto' FFNs and per-type head overrides applied."""
+    types = {**STANDARD_LAYER_TYPES, **arch.layer_types}
+    first_dense = arch.moe.first_dense_layers if arch.moe else 0
+    out = []
+    for i, letter in enumerate(arch.pattern_letters()):
+        lt = types[letter]
+        ffn = lt.ffn
+        if ffn == "auto":
+            ffn = "moe" if arch.moe is not None and i >= first_dense else "dense"
+        att = arch.attention
+        heads = kv = hd = 0
+        if lt.mixer in ("full", "sliding") and att is not None:
+            heads = att.num_heads
+            kv = lt.num_kv_heads or att.num_kv_heads
+            hd = lt.head_dim or att.head_dim
+        elif lt.mixer == "mla" and arch.attention is not None:
+            heads = arch.attention.num_heads
+        window = att.sliding_window if lt.mixer == "sliding" and att is not None else None
+        out.append(Layer(i, lt.mixer, ffn, heads, kv, hd, window, lt.k_eq_v))
+    return out
+
+
+def layer_summary(layers: list[Layer]) -> str:
+    """'40 full · 40 sliding/1024 + MoE' style summary of what the layers are, in first-seen order."""
+    counts: dict[str, int] = {}
+    for lay in layers:
+        mixer = f"sliding/{lay.window}" if lay.window else lay.mixer
+        if lay.is_attention and lay.num_kv_heads != lay.num_heads:
+            mixer += f" gqa {lay.num_heads}:{lay.num_kv_heads}"
+        key = mixer if lay.ffn in ("none", "dense") and lay.mixer != "none" else f"{mixer}+{lay.ffn}"
+        key = key.replace("none+", "")
+        counts[key] = counts.get(key, 0) + 1
+    return " · ".join(f"{n}× {k}" for k, n in counts.items())

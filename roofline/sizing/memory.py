@@ -1,0 +1,174 @@
+"""The memory budget of a deployment, per GPU: the one function the predictor, `fits`, the sweep and the engine use.
+
+Lines: weights by component at their formats (tied embeddings once), the KV cache and recurrent state of every
+sequence (paged: whole blocks), activations/workspace at the engine's max tokens per step, the runtime (CUDA
+context and framework), and on unified-memory parts what the OS and CPU keep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from roofline.cards.formats import weight_format
+from roofline.cards.hardware import HardwareCard, default_key
+from roofline.cards.model import ModelCard
+from roofline.sizing.kv import kv_bytes, kv_bytes_per_token
+from roofline.sizing.params import param_counts
+from roofline.sizing.precision import Formats
+
+Num = Any
+
+# Engine runtime per GPU beyond weights, KV and activations: CUDA context (~0.3-0.5 GB on Hopper) + cuBLAS/NCCL
+# workspaces, allocator slack and CUDA graphs (~1 GB). Engineering defaults, not datasheet figures: override with
+# --runtime, or measure with `roofline calibrate`.
+RUNTIME_BYTES = {"gpu": 1.5e9, "accelerator": 1.5e9, "soc": 1.5e9, "apple": 0.5e9, "cpu": 0.2e9}
+# Tokens per engine step the activation workspace is sized for (vLLM's chunked-prefill budget is 2048-8192;
+# llama.cpp's -ub default is 512). Override with --max-step-tokens.
+MAX_STEP_TOKENS = 2048
+BLOCK_TOKENS = 16  # paged-KV block size (vLLM default block_size 16)
+LOGIT_BYTES = 4.0  # logits are materialised in fp32
+
+
+@dataclass(frozen=True)
+class Deployment:
+    tp: int = 1  # tensor-parallel GPUs
+    pp: int = 1  # pipeline stages
+    block_tokens: int = BLOCK_TOKENS
+    max_step_tokens: int = MAX_STEP_TOKENS
+    runtime_bytes: float | None = None  # None: RUNTIME_BYTES for the card's kind
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+
+@dataclass
+class Budget:
+    """Bytes per GPU. `kv_bytes` and the totals broadcast over concurrency/context arrays."""
+
+    capacity_bytes: float
+    reserved_bytes: float
+    runtime_bytes: float
+    activations_bytes: Num
+    weights_bytes: float
+    kv_bytes: Num
+    kv_bytes_per_token: float
+    kv_bytes_per_sequence: Num
+    weights_by_component: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def fixed_bytes(self) -> Num:
+        """Everything but the KV cache."""
+        return self.reserved_bytes + self.runtime_bytes + self.activations_bytes + self.weights_bytes
+
+    @property
+    def total_bytes(self) -> Num:
+        return self.fixed_bytes + self.kv_bytes
+
+    @property
+    def headroom_bytes(self) -> Num:
+        return self.capacity_bytes - self.total_bytes
+
+    @property
+    def fits(self) -> Num:
+        return self.total_bytes <= self.capacity_bytes
+
+
+def resident_weight_bytes(card: ModelCard, fmts: Formats, tp: int = 1, pp: int = 1) -> dict[str, float]:
+    """Bytes per component per GPU: matmul weights shard over tp x pp; norms (and the tiny router) replicate."""
+    out = {}
+    for component, n in param_counts(card).items():
+        split = pp * (1 if component in ("norms", "router") else tp)
+        out[component] = n * weight_format(fmts.component_format(component)).bytes_per_value / split
+    return out
+
+
+def activation_bytes(card: ModelCard, fmts: Formats, dep: Deployment, concurrency: Num = 1) -> Num:
+    """Peak live activations of one step of `max_step_tokens`: residual + norm + QKV + FFN intermediates, and
+    fp32 logits for the sequences sampled in that step."""
+    arch = card.architecture
+    inner = arch.ffn.intermediate_size * 3 if arch.ffn else 0
+    if arch.moe:
+        e = arch.moe
+        inner = max(inner, 3 * e.expert_intermediate_size * e.experts_per_token,
+                    3 * (e.shared_expert_intermediate_size or 0))
+    if arch.mamba2:
+        m = arch.mamba2
+        inner = max(inner, 2 * m.d_inner + 2 * m.n_groups * m.state_size + m.num_heads)
+    att = arch.attention
+    qkv = (att.num_heads + 2 * att.num_kv_heads) * att.head_dim if att else 0
+    per_token = (2 * arch.hidden_size + (qkv + inner) / dep.tp) * fmts.act_bytes
+    logits = np.minimum(concurrency, dep.max_step_tokens) * arch.vocab_size / dep.tp * LOGIT_BYTES
+    return dep.max_step_tokens * per_token + logits
+
+
+def memory_budget(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, context_tokens: Num,
+                  concurrency: Num = 1, dep: Deployment = Deployment()) -> Budget:
+    """Per-GPU budget for `concurrency` sequences of `context_tokens` each (numpy arrays broadcast)."""
+    fmts = Formats(card, hw, quant, kv_quant)
+    weights = resident_weight_bytes(card, fmts, dep.tp, dep.pp)
+    per_seq = kv_bytes(card, context_tokens, kv_quant, dep.block_tokens, dep.tp, dep.pp)
+    runtime = dep.runtime_bytes if dep.runtime_bytes is not None else RUNTIME_BYTES[default_key(hw)]
+    return Budget(capacity_bytes=hw.memory.capacity_bytes, reserved_bytes=hw.memory.reserved_bytes,
+                  runtime_bytes=runtime, activations_bytes=activation_bytes(card, fmts, dep, concurrency),
+                  weights_bytes=sum(weights.values()), kv_bytes=concurrency * per_seq,
+                  kv_bytes_per_token=kv_bytes_per_token(card, kv_quant, dep.tp, dep.pp), kv_bytes_per_sequence=per_seq,
+                  weights_by_component=weights)
+
+
+def max_concurrency(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, context_tokens: int,
+                    dep: Deployment = Deployment()) -> int:
+    """Most sequences of `context_tokens` that fit beside everything else (0 when even one does not)."""
+    one = memory_budget(card, hw, quant, kv_quant, context_tokens, 1, dep)
+    if not one.fits:
+        return 0
+    per_seq = float(one.kv_bytes_per_sequence)
+    if per_seq <= 0:
+        return 10**9
+    n = int((one.capacity_bytes - float(one.fixed_bytes)) // per_seq)  # logits grow with n: step down until it fits
+    while n > 1 and not memory_budget(card, hw, quant, kv_quant, context_tokens, n, dep).fits:
+        n -= max(1, n // 100)
+    return max(n, 1)
+
+
+def max_context(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, concurrency: int,
+                dep: Deployment = Deployment()) -> int:
+    """Longest context (tokens, up to the model's max_context) that `concurrency` sequences can each hold."""
+    lo, hi = 0, card.architecture.max_context
+    if memory_budget(card, hw, quant, kv_quant, hi, concurrency, dep).fits:
+        return hi
+    while lo < hi:  # kv_bytes is non-decreasing in context: bisect on the largest context that fits
+        mid = (lo + hi + 1) // 2
+        if memory_budget(card, hw, quant, kv_quant, mid, concurrency, dep).fits:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def min_gpus(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, context_tokens: int,
+             concurrency: int, dep: Deployment = Deployment()) -> Deployment | None:
+    """The fewest GPUs of this card that hold the model at this context and concurrency: tensor parallel within
+    a node (tp must divide the attention heads), pipeline stages across nodes. None if no layout fits."""
+    if hw.interconnect.bandwidth_bytes_per_s_per_direction <= 0:
+        candidates = (1,)  # no GPU-to-GPU link on the card: one device only
+    else:
+        candidates = GPU_COUNTS
+    heads = card.architecture.attention.num_heads if card.architecture.attention else 0
+    for n in candidates:
+        tp = min(n, hw.interconnect.gpus_per_node)
+        while heads and heads % tp:
+            tp //= 2
+        pp = n // tp
+        if pp > card.architecture.num_layers:
+            break
+        layout = Deployment(tp, pp, dep.block_tokens, dep.max_step_tokens, dep.runtime_bytes)
+        if memory_budget(card, hw, quant, kv_quant, context_tokens, concurrency, layout).fits:
+            return layout
+    return None
