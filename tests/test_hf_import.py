@@ -361,7 +361,10 @@ def test_package_never_imports_torch_or_transformers():
 BUNDLED = [("llama-3.1-8b", "llama-3.1-8b"), ("mistral-7b-v0.1", "mistral-7b"), ("mixtral-8x7b-v0.1", "mixtral-8x7b"),
            ("qwen2.5-7b", "qwen2.5-7b"), ("qwen3-32b", "qwen3-32b"), ("qwen3-30b-a3b", "qwen3-30b-a3b"),
            ("gemma-3-27b-it", "gemma-3-27b"), ("gpt-oss-20b", "gpt-oss-20b"), ("deepseek-v3", "deepseek-v3"),
-           ("nemotron-3-nano-30b-a3b", "nemotron-3-nano")]
+           ("nemotron-3-nano-30b-a3b", "nemotron-3-nano"), ("kimi-k2-instruct", "kimi-k2"), ("glm-4.5", "glm-4.5"),
+           ("glm-4.5-air", "glm-4.5-air"), ("qwen3-coder-480b-a35b-instruct", "qwen3-coder-480b-a35b"),
+           ("mistral-small-24b-instruct-2501", "mistral-small-3-24b"), ("phi-4", "phi-4"), ("gemma-3-1b-it", "gemma-3-1b"),
+           ("gemma-3-12b-it", "gemma-3-12b"), ("olmo-2-1124-13b", "olmo-2-13b")]
 
 
 @pytest.mark.parametrize("stem,card_name", BUNDLED, ids=[b[0] for b in BUNDLED])
@@ -375,3 +378,36 @@ def test_import_agrees_with_bundled_card(stem, card_name):
     assert kv_bytes_per_token(ours) == kv_bytes_per_token(theirs)
     assert kv_bytes(ours, 32768) == kv_bytes(theirs, 32768)  # windows and Mamba state too
     assert letters(ours) == letters(theirs)
+
+
+def test_kimi_k2_reads_as_deepseek_v3_with_its_own_family():
+    card = imported("kimi-k2-instruct")
+    arch = card.architecture
+    assert card.family == "kimi" and arch.mla is not None and arch.mtp_layers == 0
+    assert letters(card) == "L" * 61
+    assert (arch.moe.num_experts, arch.moe.first_dense_layers, arch.moe.router_bias) == (384, 1, True)
+    assert card.weights == {"default": "fp8", "embedding": "bf16", "lm_head": "bf16"}
+    assert kv_bytes_per_token(card, "bf16") == 61 * (512 + 64) * 2  # MLA latent + rope key
+
+
+def test_glm4_moe_qkv_bias_without_o_bias_qk_norm_switch_and_mtp():
+    full, air = imported("glm-4.5"), imported("glm-4.5-air")
+    for card in (full, air):
+        att = card.architecture.attention
+        assert att.qkv_bias and not att.o_bias  # Glm4MoeAttention: o_proj has no bias
+        assert card.architecture.rope.partial_rotary_factor == 0.5 and card.architecture.mtp_layers == 1
+        assert card.architecture.moe.router_bias  # e_score_correction_bias
+    assert full.architecture.attention.qk_norm and not air.architecture.attention.qk_norm  # use_qk_norm
+    assert [m.architecture.moe.first_dense_layers for m in (full, air)] == [3, 1]
+    # 96 query heads x 128 on a 5120 hidden, 8 KV heads: q, k, v biases add 12288 + 2 x 1024 per layer
+    assert param_counts(full)["attention"] == 92 * (5120 * (12288 + 2048) + 12288 * 5120 + 12288 + 2048 + 2 * 128)
+
+
+def test_phi3_and_olmo2_are_dense_full_attention():
+    phi, olmo = imported("phi-4"), imported("olmo-2-1124-13b")
+    assert phi.family == "phi" and letters(phi) == "A" * 40 and phi.architecture.attention.num_kv_heads == 10
+    assert olmo.family == "olmo" and olmo.architecture.attention.qk_norm and olmo.architecture.norms_per_layer == 2
+    assert any("span all heads" in part for part in olmo.notes.split("; "))
+    windowed = copy.deepcopy(config("phi-4"))
+    windowed["sliding_window"] = 2047  # Phi-3-medium style: a window on every layer
+    assert letters(card_from_config(windowed)) == "S" * 40

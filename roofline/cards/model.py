@@ -178,6 +178,7 @@ class ParamCount(_Strict):
     source: str
     includes_mtp: bool = False  # the published figure counts multi-token-prediction modules (DeepSeek-V3: 685B)
     active_excludes_embedding: bool = False  # the published active figure leaves out the input embedding (gpt-oss)
+    active_excludes_lm_head: bool = False  # ... and the output projection too (GLM-4.5 counts only the decoder layers)
     # parameters in the published figure outside the text decoder the card models (e.g. a vision tower)
     other_params: float = Field(0.0, ge=0)
     other_params_source: str = ""

@@ -102,6 +102,19 @@ def _gemma_local_theta(c: _Fields) -> float:
     return c.float("rope_local_base_freq")
 
 
+def _phi3(c: _Fields, notes: list[str]) -> dict:
+    """Phi-3 / Phi-4: fused qkv and gate_up projections hold the same weights as separate ones; a non-null
+    `sliding_window` applies to every layer as in Mistral."""
+    return _dense_family(c, sliding=_every_layer_sliding, default_theta=10000.0)
+
+
+def _olmo2(c: _Fields, notes: list[str]) -> dict:
+    """OLMo 2: norms after attention and after the MLP (two per layer) and QK-norm. Its q/k norms span all heads
+    (num_heads x head_dim weights, not head_dim), ~0.003% of a 13B model; the card's per-head qk_norm counts less."""
+    notes.append("q_norm/k_norm span all heads; counted as per-head QK-norm")
+    return _dense_family(c, qk_norm=True, default_theta=10000.0)
+
+
 def _gemma3(c: _Fields, notes: list[str]) -> dict:
     """Gemma 3: 5 local : 1 global layers, QK-norm, four norms per layer, tied embeddings, GeGLU (tanh)."""
     arch = _dense_family(c, sliding=_gemma_sliding, qk_norm=True, default_theta=1_000_000.0, norms_per_layer=4,
@@ -159,6 +172,19 @@ def _deepseek_v3(c: _Fields, notes: list[str]) -> dict:
                     rope=_rope(c, 10000.0), mtp_layers=mtp)
 
 
+def _glm4_moe(c: _Fields, notes: list[str]) -> dict:
+    """GLM-4.5: GQA with q/k/v bias (no o bias) and optional QK-norm, partial rotary; DeepSeek-style dense prefix,
+    routed + shared experts with a sigmoid router carrying e_score_correction_bias; MTP layers."""
+    n = _num_layers(c)
+    attention = {**_attention(c, qk_norm=c.bool("use_qk_norm", False)), "o_bias": False}
+    ffns = _deepseek_ffns(c, n)
+    notes.append("router_bias = e_score_correction_bias")
+    return _decoder(c, mixers=["full"] * n, ffns=ffns, attention=attention,
+                    ffn=_ffn(c) if "dense" in ffns else None,
+                    moe=_moe(c, expert_size_keys=("moe_intermediate_size",), router_bias=True),
+                    rope=_rope(c, 10000.0), mtp_layers=c.int("num_nextn_predict_layers", default=0))
+
+
 def _nemotron_h(c: _Fields, notes: list[str]) -> dict:
     """Nemotron-H: one block per layer from the hybrid pattern (Mamba-2, MoE, attention, MLP); ReLU^2 MLPs."""
     letters = _nemotron_letters(c)
@@ -189,6 +215,10 @@ _FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
     "gemma3_text": ("gemma", _gemma3),
     "gpt_oss": ("gpt-oss", _gpt_oss),
     "deepseek_v3": ("deepseek", _deepseek_v3),
+    "kimi_k2": ("kimi", _deepseek_v3),  # Kimi K2 ships DeepseekV3ForCausalLM under its own model_type
+    "glm4_moe": ("glm", _glm4_moe),
+    "phi3": ("phi", _phi3),
+    "olmo2": ("olmo", _olmo2),
     "nemotron_h": ("nemotron", _nemotron_h),
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)

@@ -105,8 +105,12 @@ def active_param_counts(card: ModelCard | Architecture) -> dict[str, float]:
 
 def published_active_basis(card: ModelCard) -> float:
     """Derived active parameters counted the way the card's published active figure counts them."""
-    active = active_params(card)
-    return active - param_counts(card)["embedding"] if card.params.active_excludes_embedding else active
+    active, counts = active_params(card), param_counts(card)
+    if card.params.active_excludes_embedding:
+        active -= counts["embedding"]
+    if card.params.active_excludes_lm_head:
+        active -= counts["lm_head"]
+    return active
 
 
 def _fold(c: Counter) -> dict[str, int]:
