@@ -6,5 +6,31 @@ serving simulation), `model` (the transformer and its kernels) and `measure` (st
 Importing this package imports no torch; `roofline.engine.engine` (LLMEngine) does.
 """
 
+
+def load():
+    """The engine's torch modules, imported on first use: `.engine` (LLMEngine), `.bench`, `.microbench`, `.device`,
+    `.EngineError` and `.resolve_device(name)`. Without torch: one line naming the extra to install."""
+    from types import SimpleNamespace
+
+    from roofline.errors import RooflineError
+
+    try:
+        from roofline.engine.measure import bench, microbench
+        from roofline.engine.model.transformer import EngineError
+
+        from roofline.engine import device, engine
+    except ImportError as err:
+        raise RooflineError(f"this command runs the engine, which needs torch: pip install 'roofline[engine]' "
+                            f"({err})") from None
+
+    def resolve_device(name: str) -> str:
+        try:
+            return device.resolve(name)
+        except EngineError as err:
+            raise RooflineError(str(err)) from None
+
+    return SimpleNamespace(engine=engine, bench=bench, microbench=microbench, device=device, EngineError=EngineError,
+                           resolve_device=resolve_device)
+
 if __name__ != "roofline.engine":  # a checkout's root on sys.path must not make a second, top-level `engine`
     raise ImportError("the micro-engine is `roofline.engine`; import it under that name")

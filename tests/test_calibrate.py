@@ -20,6 +20,7 @@ from roofline.calibrate.calibration import (
 )
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.store import CardStore
+from roofline.engine.core.records import RequestTiming, StepRecord
 from roofline.perf.efficiency import expected_efficiency
 
 STORE = CardStore()
@@ -31,10 +32,9 @@ def synthetic_records(hw, eff):
     for card in ("llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b"):
         for phase, batch, n in (("prefill", 1, 64), ("prefill", 4, 256), ("decode", 1, 1), ("decode", 16, 1)):
             for ctx in (64, 512, 2048):
-                r = dict(card=card, layers=1, vocab=4096, dtype="bf16", phase=phase, batch=batch, context=ctx,
-                         new_tokens=n)
-                r["seconds"] = predict_step(r, hw, eff, STORE, cache)
-                records.append(r)
+                r = StepRecord(card=card, layers=1, vocab=4096, dtype="bf16", phase=phase, batch=batch,
+                               context=ctx, new_tokens=n, seconds=0.0)
+                records.append(replace(r, seconds=predict_step(r, hw, eff, STORE, cache)))
     return records
 
 
@@ -69,9 +69,9 @@ def test_atomic_write_keeps_the_old_card_when_interrupted(tmp_path, monkeypatch)
 
 
 def test_grid_runs_the_phases_each_model_names():
-    from roofline.cli.calibrate_cmd import QUICK, _grid
+    from roofline.calibrate.grids import QUICK, grid_points
 
-    points = _grid(QUICK)
+    points = grid_points(QUICK)
     two = [p for p in points if p["layers"] == 2]
     assert two and {p["phase"] for p in two} == {"decode"} and {p["card"] for p in two} == {"llama-3.1-8b"}
     per_model = len(QUICK["contexts"]) * (len(QUICK["prefill"]) + len(QUICK["decode_batches"]))
@@ -79,7 +79,7 @@ def test_grid_runs_the_phases_each_model_names():
 
 
 def test_engine_dtype_follows_the_measured_gemm_peaks():
-    from roofline.cli.calibrate_cmd import _engine_dtype
+    from roofline.calibrate.device_run import engine_dtype as _engine_dtype
 
     def gemm(fp32, bf16):
         return {"gemm": {"fp32": {"peak_flop_per_s": fp32}, "bf16": {"peak_flop_per_s": bf16}}}
@@ -89,9 +89,11 @@ def test_engine_dtype_follows_the_measured_gemm_peaks():
     assert _engine_dtype("cuda", gemm(50e12, 40e12)) == "bf16"
 
 
-pytest.importorskip("torch")
+needs_torch = pytest.mark.skipif(__import__("importlib").util.find_spec("torch") is None,
+                                 reason="runs the engine: pip install 'roofline[engine]'")
 
 
+@needs_torch
 def test_long_steps_are_timed_once_in_one_pass(monkeypatch):
     from roofline.engine.measure import bench
 
@@ -106,9 +108,10 @@ def test_long_steps_are_timed_once_in_one_pass(monkeypatch):
     points = [dict(card="x", layers=1, phase="prefill", batch=1, context=0, new_tokens=n) for n in (10, 200)]
     records = bench.run_grid(points, 64, "cpu", "fp32", passes=3)
     assert calls == [10, 200, 10, 10]  # the long point is not run again in passes 2 and 3
-    assert [r["seconds"] for r in records] == [0.01, 2 * bench.LONG_STEP_S]
+    assert [r.seconds for r in records] == [0.01, 2 * bench.LONG_STEP_S]
 
 
+@needs_torch
 def test_calibrate_smoke_writes_a_card_predict_uses(tmp_path):
     home = tmp_path / "home"
     out = run_cli("calibrate", "--grid", "smoke", "--device", "cpu", "--json", env={"ROOFLINE_HOME": str(home)})
@@ -121,7 +124,7 @@ def test_calibrate_smoke_writes_a_card_predict_uses(tmp_path):
     # the card keeps every measured step: refitting them offline gives back the stored values
     assert len(cal["measurements"]) == 8 and {m["split"] for m in cal["measurements"]} == {"fit", "held_out"}
     probe = HardwareCard.model_validate({k: v for k, v in card.items() if k != "calibration"})
-    refit, _ = fit_records(cal["measurements"], probe, STORE, gemv_max_tokens=cal["values"]["gemv_max_tokens"])
+    refit, _ = fit_records([StepRecord.from_dict(m) for m in cal["measurements"]], probe, STORE, gemv_max_tokens=cal["values"]["gemv_max_tokens"])
     assert refit.memory == pytest.approx(cal["values"]["memory"], rel=1e-9)
     assert refit.step_overhead_s == pytest.approx(cal["values"]["step_overhead_s"], rel=1e-9)
     assert result["measured"]["read_bytes_per_s"] > 1e9
@@ -130,6 +133,7 @@ def test_calibrate_smoke_writes_a_card_predict_uses(tmp_path):
     assert json.loads(pred.stdout)["efficiency_source"].startswith("calibrated on ")
 
 
+@needs_torch
 def test_interrupted_calibration_leaves_previous_card(tmp_path):
     home = tmp_path / "home"
     previous = write_card_atomic(home, {"name": "host-cpu", "marker": "previous"})
@@ -191,6 +195,7 @@ def test_gemv_expert_share_is_the_binomial_share(tokens):
     assert float(gemv_expert_share(e, k, tokens, 4)) >= float(gemv_expert_share(e, k, tokens, 1))
 
 
+@needs_torch
 def test_validate_engine_shapes_on_chosen_shapes(tmp_path):
     """`validate --engine-shapes` serves the shapes the user names and scores the prediction of exactly those."""
     env = {"ROOFLINE_HOME": str(tmp_path / "home")}
@@ -212,7 +217,8 @@ def test_validate_engine_shapes_on_chosen_shapes(tmp_path):
 def test_validate_keeps_each_phase_from_its_faster_pass():
     """validate times a request as calibrate times a step: the first pass drops a warm-up run, a long request runs
     once per pass, and each phase keeps the pass that ran it faster (so a slow spell must hit both passes)."""
-    from roofline.cli.validate_cmd import _faster, _median_request
+    from roofline.calibrate.validation import faster as _faster
+    from roofline.calibrate.validation import median_request as _median_request
 
     class Bench:
         LONG_STEP_S = 0.3
@@ -223,17 +229,26 @@ def test_validate_keeps_each_phase_from_its_faster_pass():
         def measure_request(self, eng, prompt, output, batch, seed):
             self.seeds.append(seed)
             ttft, itl = next(self.runs)
-            return {"ttft_s": ttft, "itl_s": itl, "prefill_tok_s": batch * prompt / ttft, "decode_tok_s": 1 / itl}
+            return RequestTiming(ttft_s=ttft, itl_s=itl, prefill_tok_s=batch * prompt / ttft, decode_tok_s=1 / itl)
 
     short = Bench([(0.15, 0.04), (0.10, 0.020), (0.30, 0.010), (0.12, 0.030)])  # warm-up, then 3 repeats
     first = _median_request(short, None, 16, 4, 2, 3, 0)
-    assert (first["ttft_s"], first["itl_s"]) == (0.12, 0.020) and len(set(short.seeds)) == 4
+    assert (first.ttft_s, first.itl_s) == (0.12, 0.020) and len(set(short.seeds)) == 4
     again = Bench([(0.11, 0.025), (0.20, 0.030), (0.05, 0.015)])  # a later pass: no warm-up
     second = _median_request(again, None, 16, 4, 2, 3, 1)
-    assert (second["ttft_s"], second["itl_s"]) == (0.11, 0.025) and not set(again.seeds) & set(short.seeds)
+    assert (second.ttft_s, second.itl_s) == (0.11, 0.025) and not set(again.seeds) & set(short.seeds)
     kept = _faster(first, second)
-    assert (kept["ttft_s"], kept["itl_s"]) == (0.11, 0.020)
-    assert kept["prefill_tok_s"] == second["prefill_tok_s"] and kept["decode_tok_s"] == first["decode_tok_s"]
+    assert (kept.ttft_s, kept.itl_s) == (0.11, 0.020)
+    assert kept.prefill_tok_s == second.prefill_tok_s and kept.decode_tok_s == first.decode_tok_s
     long = Bench([(2.0, 0.05), (1.9, 0.04)])  # steps average (2.0 + 3 x 0.05) / 4 = 0.54 s: one run after warm-up
-    assert _median_request(long, None, 16, 4, 2, 3, 0)["ttft_s"] == 1.9
-    assert _median_request(Bench([(1.8, 0.06)]), None, 16, 4, 2, 3, 1)["ttft_s"] == 1.8
+    assert _median_request(long, None, 16, 4, 2, 3, 0).ttft_s == 1.9
+    assert _median_request(Bench([(1.8, 0.06)]), None, 16, 4, 2, 3, 1).ttft_s == 1.8
+
+
+def test_step_records_round_trip_through_a_card():
+    r = StepRecord(card="llama-3.1-8b", layers=2, vocab=512, dtype="bf16", phase="decode", batch=4, context=64,
+                   new_tokens=1, seconds=0.0123, device="cpu")
+    stored = {**{k: v for k, v in r.to_dict().items() if k not in ("device", "device_name", "torch")},
+              "split": "fit", "predicted_s": 0.0125}
+    back = StepRecord.from_dict(stored)
+    assert back.key == r.key and back.seconds == r.seconds and isinstance(back.batch, int)

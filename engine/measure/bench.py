@@ -1,6 +1,6 @@
 """Measure engine steps over a grid: the records calibration fits to.
 
-    from engine.bench import bench
+    from roofline.engine.measure.bench import bench
     df = bench(cards=["llama-3.1-8b"], layers=[2], phases=["prefill", "decode"], batches=[1, 8], contexts=[0, 512])
 
 One record per (card, layers, dtype, phase, batch, context, new tokens): seconds per step (median of `repeats`),
@@ -17,6 +17,7 @@ import time
 from typing import Iterable
 
 import torch
+from roofline.engine.core.records import RequestTiming, StepRecord
 from roofline.engine.core.scheduler import Scheduled
 from roofline.engine.core.sequence import Sequence, Status
 from roofline.engine.device import name as device_name
@@ -75,7 +76,7 @@ def measure(eng: LLMEngine, phase: str, batch: int, context: int, new_tokens: in
             eng.blocks.free_seq(s)
 
 
-def measure_request(eng: LLMEngine, prompt: int, output: int, batch: int, seed: int = 0) -> dict:
+def measure_request(eng: LLMEngine, prompt: int, output: int, batch: int, seed: int = 0) -> RequestTiming:
     """Serve `batch` requests of `prompt` random tokens -> `output` tokens together through the scheduler.
     TTFT = the prefill step(s) + the first decode step; ITL = mean decode step."""
     rng = random.Random(seed)
@@ -89,12 +90,12 @@ def measure_request(eng: LLMEngine, prompt: int, output: int, batch: int, seed: 
     decode = [s for s in eng.stats if not s.prefill_tokens]
     t_pre = sum(s.seconds for s in prefill)
     itl = sum(s.seconds for s in decode) / max(len(decode), 1)
-    return {"ttft_s": t_pre + (decode[0].seconds if decode else 0.0), "itl_s": itl,
-            "prefill_tok_s": batch * prompt / t_pre, "decode_tok_s": 1.0 / itl if itl else float("nan")}
+    return RequestTiming(ttft_s=t_pre + (decode[0].seconds if decode else 0.0), itl_s=itl,
+                         prefill_tok_s=batch * prompt / t_pre, decode_tok_s=1.0 / itl if itl else float("nan"))
 
 
 def run_grid(points: list[dict], vocab: int, device: str, dtype: str, advance=None, store=None,
-             repeats: int = 3, passes: int = 1) -> list[dict]:
+             repeats: int = 3, passes: int = 1) -> list[StepRecord]:
     """Measure each grid point {card, layers, phase, batch, context, new_tokens}: the median of `repeats` steps after
     a warm-up step (`measure`), in each of `passes` passes over a model's points; a point keeps its fastest pass (a
     slow spell then has to recur at the same point on every pass to move it). One engine per card and layer count,
@@ -109,11 +110,11 @@ def run_grid(points: list[dict], vocab: int, device: str, dtype: str, advance=No
         for pass_ in range(passes):
             for i in indices:
                 p = points[i]
-                if not pass_ or records[i]["seconds"] < LONG_STEP_S:
+                if not pass_ or records[i].seconds < LONG_STEP_S:
                     seconds = measure(eng, p["phase"], p["batch"], p["context"], p["new_tokens"], repeats)
-                    if i not in records or seconds < records[i]["seconds"]:
-                        records[i] = {**p, "vocab": vocab, "dtype": dtype, "seconds": seconds, "device": device,
-                                      "device_name": device_name(device), "torch": str(torch.__version__)}
+                    if i not in records or seconds < records[i].seconds:
+                        records[i] = StepRecord(**p, vocab=vocab, dtype=dtype, seconds=seconds, device=device,
+                                                device_name=device_name(device), torch=str(torch.__version__))
                 if advance:
                     advance()
         del eng

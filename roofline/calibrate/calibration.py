@@ -1,6 +1,7 @@
 """Calibration without torch: fit the efficiency model to engine step records and write a calibrated card.
 
-Records come from engine.bench (one per measured step). The fit runs on the predictor's own operator graph
+Records are StepRecords from roofline.engine.measure.bench (one per measured step). The fit runs on the predictor's
+own operator graph
 (`timed_step`), on a fitting split; the held-out split is only ever predicted.
 """
 
@@ -18,6 +19,7 @@ import yaml
 from roofline.calibrate.fit import error_summary, fit_efficiency, fit_loss
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.store import CardStore
+from roofline.engine.core.records import StepRecord
 from roofline.perf.efficiency import Efficiency, expected_efficiency
 from roofline.perf.ops import Step
 from roofline.perf.request import timed_step
@@ -35,8 +37,6 @@ HELD_OUT_SHARE = 0.3
 # calibrations on a 2-core Sapphire Rapids VM settled at compute 0.48-0.62 / half 37-55 tokens (14-33% TTFT error on
 # fresh shapes) where the other 4 found 0.85-0.90 / 90-110 tokens (3-6%). The start with the least loss wins.
 RAMP_STARTS = ({}, {"compute": 0.95, "gemm_half_tokens": 128.0}, {"compute": 0.5, "gemm_half_tokens": 32.0})
-# what the card keeps of each measured step (enough to refit it offline: `fit_records(card.calibration[...])`)
-MEASUREMENT_KEYS = ("card", "layers", "vocab", "dtype", "phase", "batch", "context", "new_tokens", "seconds")
 
 
 def engine_quant(dtype: str, weights: str | None = None) -> str:
@@ -47,28 +47,22 @@ def engine_quant(dtype: str, weights: str | None = None) -> str:
     return f"default={weights},lm_head={weights},experts={dtype},embedding={dtype}"
 
 
-def point_key(r: dict) -> str:
-    return f"{r['card']}|{r['layers']}|{r['dtype']}|{r['phase']}|{r['batch']}|{r['context']}|{r['new_tokens']}"
-
-
-def is_held_out(r: dict) -> bool:
+def is_held_out(r: StepRecord) -> bool:
     """A fixed ~30% of points, chosen by a hash of the point (not by order), that the fit never sees."""
-    return int(hashlib.sha256(point_key(r).encode()).hexdigest(), 16) % 100 < HELD_OUT_SHARE * 100
+    return int(hashlib.sha256(r.key.encode()).hexdigest(), 16) % 100 < HELD_OUT_SHARE * 100
 
 
-def predict_step(r: dict, hw: HardwareCard, eff: Efficiency, store: CardStore, cache: dict) -> float:
+def predict_step(r: StepRecord, hw: HardwareCard, eff: Efficiency, store: CardStore, cache: dict) -> float:
     """Predicted seconds of the measured step `r` on `hw` at efficiency `eff`."""
-    key = (r["card"], r["layers"], r["vocab"])
+    key = (r.card, r.layers, r.vocab)
     if key not in cache:
-        cache[key] = reduce_card(store.model(r["card"]), int(r["layers"]), int(r["vocab"]))
-    card = cache[key]
-    n = int(r["new_tokens"]) if r["phase"] == "prefill" else 1
-    wl = Workload(prompt_tokens=max(n, 1), quant=engine_quant(r["dtype"]), kv_quant=r["dtype"])
-    step = Step(r["phase"], n, int(r["batch"]), int(r["context"]))
-    return float(timed_step(card, hw, step, wl, eff).total_s)
+        cache[key] = reduce_card(store.model(r.card), r.layers, r.vocab)
+    n = r.new_tokens if r.phase == "prefill" else 1
+    wl = Workload(prompt_tokens=max(n, 1), quant=engine_quant(r.dtype), kv_quant=r.dtype)
+    return float(timed_step(cache[key], hw, Step(r.phase, n, r.batch, r.context), wl, eff).total_s)
 
 
-def fit_records(records: list[dict], hw: HardwareCard, store: CardStore, on_step=None,
+def fit_records(records: list[StepRecord], hw: HardwareCard, store: CardStore, on_step=None,
                 gemv_max_tokens: int | None = None) -> tuple[Efficiency, dict]:
     """Fit on the fitting split; report errors on both splits per phase. Returns (efficiency, summary).
     `gemv_max_tokens`, where the measured runtime states it, is taken as given; else tried on a grid."""
@@ -80,7 +74,7 @@ def fit_records(records: list[dict], hw: HardwareCard, store: CardStore, on_step
         return lambda eff: [predict_step(r, hw, eff, store, cache) for r in rows]
 
     params = CPU_PARAMS if hw.kind == "cpu" else GPU_PARAMS
-    measured = [r["seconds"] for r in fit]
+    measured = [r.seconds for r in fit]
     candidates = (gemv_max_tokens,) if gemv_max_tokens else GEMV_MAX_TOKENS
     fits = [fit_efficiency(predict(fit), measured, replace(expected_efficiency(hw), gemv_max_tokens=rows, **start),
                            params, on_step=on_step) for rows in candidates for start in RAMP_STARTS]
@@ -88,10 +82,10 @@ def fit_records(records: list[dict], hw: HardwareCard, store: CardStore, on_step
     summary = {}
     for label, rows in (("fit", fit), ("held_out", held)):
         preds = predict(rows)(eff)
-        summary[label] = {phase: error_summary([p for p, r in zip(preds, rows) if r["phase"] == phase],
-                                               [r["seconds"] for r in rows if r["phase"] == phase])
+        summary[label] = {phase: error_summary([p for p, r in zip(preds, rows) if r.phase == phase],
+                                               [r.seconds for r in rows if r.phase == phase])
                           for phase in ("prefill", "decode")}
-        summary[label + "_points"] = [{**r, "predicted": p} for r, p in zip(rows, preds)]
+        summary[label + "_points"] = [{**r.to_dict(), "predicted": p} for r, p in zip(rows, preds)]
     return eff, summary
 
 
@@ -114,11 +108,18 @@ def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured
         **meta, "date": dt.date.today().isoformat(), "values": values, "microbench": measured,
         "residuals": {k: v for k, v in summary.items() if not k.endswith("_points")},
         "points": {"fit": len(summary["fit_points"]), "held_out": len(summary["held_out_points"])},
-        "measurements": [{**{k: r[k] for k in MEASUREMENT_KEYS}, "split": split, "predicted_s": r["predicted"]}
+        # every measured step, enough to refit offline: fit_records([StepRecord.from_dict(m) for m in ...])
+        "measurements": [{**_measurement(r), "split": split, "predicted_s": r["predicted"]}
                          for split in ("fit", "held_out") for r in summary[f"{split}_points"]],
     }
     data.pop("efficiency", None)
     return data
+
+
+def _measurement(point: dict) -> dict:
+    """What the card keeps of a measured step: the shape and its seconds (device and torch are the card's meta)."""
+    return {k: point[k] for k in ("card", "layers", "vocab", "dtype", "phase", "batch", "context", "new_tokens",
+                                  "seconds")}
 
 
 def write_card_atomic(directory: Path, data: dict) -> Path:

@@ -233,3 +233,26 @@ def summarize(preds: list[RowPrediction]) -> dict:
     done = [p for p in preds if p.predicted is not None]
     return {m: error_summary([p.predicted for p in done if p.metric == m], [p.measured for p in done if p.metric == m])
             for m in sorted({p.metric for p in done}, key=_metric_order)}
+
+
+NEEDED_COLUMNS = {"id", "metric", "value", "isl", "osl", "batch"}
+
+
+def validate_published(store: CardStore, path: Path) -> dict:
+    """Predict every row of a published-measurements CSV (expected and at the datasheet ceiling): the error per
+    metric, with and without the rows measured beyond the ceiling, per engine x hardware, and the rows skipped."""
+    if not path.is_file():
+        raise RooflineError(f"--published {path}: no such file")
+    rows = read_rows(path)
+    have = set(rows[0]) if rows else set()
+    if not rows or not NEEDED_COLUMNS <= have or not ({"hw_card", "hardware"} & have and {"model_card", "model"} & have):
+        raise RooflineError(f"--published {path}: needs the columns of published_train.csv "
+                            f"({', '.join(sorted(NEEDED_COLUMNS))}, hw_card or hardware, model_card or model)")
+    preds = [predict_row(r, store, ceiling=True) for r in rows]
+    return {"file": str(path), "metrics": summarize(preds),
+            "metrics_within_ceiling": summarize([p for p in preds if not p.beyond_ceiling]),
+            "by_engine_hardware": breakdown(preds),
+            "rows": [{"id": p.row_id, "hardware": p.hw, "model": p.model, "metric": p.metric, "measured": p.measured,
+                      "predicted": p.predicted, "error_pct": p.error_pct, "ceiling": p.ceiling,
+                      "beyond_ceiling": p.beyond_ceiling} for p in preds if p.predicted is not None],
+            "skipped": [{"id": p.row_id, "why": p.skipped} for p in preds if p.predicted is None]}

@@ -12,6 +12,7 @@ from roofline.calibrate.calibration import engine_quant
 from roofline.cli.common import CardsOpt, JsonOpt, store
 from roofline.cli.output import Column, emit, table
 from roofline.cli.predict_cmd import TokOpt, fmt_rate, fmt_s, tokens
+from roofline.engine import load
 from roofline.errors import RooflineError
 from roofline.perf.request import predict
 from roofline.perf.workload import make_workload
@@ -19,18 +20,6 @@ from roofline.sizing.reduce import reduce_card
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 KEYS = ("ttft_s", "itl_s", "prefill_tok_s", "decode_tok_s")
-
-
-def engine_modules():
-    """engine.engine, engine.bench, engine.device and EngineError; a clear line when torch is missing."""
-    try:
-        from roofline.engine import device, engine
-        from roofline.engine.measure import bench
-        from roofline.engine.model.transformer import EngineError
-    except ImportError as err:
-        raise RooflineError(f"this command runs the engine, which needs torch: pip install 'roofline[engine]' "
-                            f"({err})") from None
-    return engine, bench, device, EngineError
 
 
 @app.command("run", help="Run a model card's shapes for real and compare with `roofline predict`.")
@@ -44,7 +33,8 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
         weights: Annotated[Optional[str], typer.Option(help="Weight-only int8 or int4 for the linear layers.")] = None,
         hw: Annotated[Optional[str], typer.Option("--hw", help="Card to predict with (default: this device).")] = None,
         as_json: JsonOpt = False, cards: CardsOpt = None):
-    engine, bench, dev, EngineError = engine_modules()
+    eng_mod = load()
+    engine, bench, dev, EngineError = eng_mod.engine, eng_mod.bench, eng_mod.device, eng_mod.EngineError
     st = store(cards)
     card = reduce_card(st.model(model), layers, vocab)
     p, o = tokens("--prompt", prompt), tokens("--output", output)
@@ -58,7 +48,7 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
                                max_kv_bytes=4e9, weight_format=weights)
         # warm-up at the measured shapes (other prompts, so no prefix-cache hits): allocator, kernels per shape
         bench.measure_request(eng, p, min(o, 2), batch, seed=1)
-        measured = bench.measure_request(eng, p, o, batch, seed=0)
+        measured = bench.measure_request(eng, p, o, batch, seed=0).to_dict()
     except EngineError as err:
         raise RooflineError(str(err)) from None
     hwc = st.hardware(hw or ("host" if device == "cpu" else dev.name(device)))

@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from roofline.cards.formats import kv_format
 from roofline.cards.units import QuantityError, parse_quantity
 from roofline.cli.common import CardsOpt, JsonOpt, store
 from roofline.cli.output import Column, emit, table
@@ -14,6 +13,7 @@ from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, tokens
 from roofline.errors import RooflineError
 from roofline.perf.parallel import check_parallel
 from roofline.perf.workload import make_workload
+from roofline.sizing.alternatives import what_would_fit
 from roofline.sizing.memory import (
     BLOCK_TOKENS,
     MAX_STEP_TOKENS,
@@ -25,40 +25,9 @@ from roofline.sizing.memory import (
     min_gpus,
 )
 
-SMALLER_FORMATS = ("fp8", "q8_0", "q6_k", "q4_k_m", "int4", "nvfp4")
-SMALLER_KV = ("fp8", "q4_0")
-
 
 def _gb(n: float) -> str:
     return f"{n / 1e9:,.2f} GB"
-
-
-def suggestions(card, hw, wl, ctx: int, n: int, dep: Deployment, budget: Budget) -> list[str]:
-    """What would fit when this does not: a smaller weight format, KV quantization, fewer users, a shorter
-    context, more GPUs."""
-    out = []
-    weights_now = budget.weights_bytes
-    for fmt in SMALLER_FORMATS:
-        b = memory_budget(card, hw, fmt, wl.kv_quant, ctx, n, dep)
-        if b.weights_bytes < weights_now and b.fits:
-            out.append(f"--quant {fmt}: weights {_gb(b.weights_bytes)}, {_gb(b.headroom_bytes)} to spare")
-            break
-    for kv in SMALLER_KV:
-        if kv_format(kv).bits_per_value < kv_format(wl.kv_quant).bits_per_value:
-            b = memory_budget(card, hw, wl.quant, kv, ctx, n, dep)
-            if b.fits:
-                out.append(f"--kv-quant {kv}: KV {_gb(float(b.kv_bytes))}, {_gb(b.headroom_bytes)} to spare")
-                break
-    users = max_concurrency(card, hw, wl.quant, wl.kv_quant, ctx, dep)
-    if 0 < users < n:
-        out.append(f"--concurrency {users}: at most {users} sequences of {ctx:,} tokens fit")
-    longest = max_context(card, hw, wl.quant, wl.kv_quant, n, dep)
-    if 0 < longest < ctx:
-        out.append(f"--context {longest}: the longest context {n} sequence(s) can hold")
-    more = min_gpus(card, hw, wl.quant, wl.kv_quant, ctx, n, dep)
-    if more is not None and more.gpus > dep.gpus:
-        out.append(f"--gpus {more.tp}" + (f" --pp {more.pp}" if more.pp > 1 else "") + f": {more.gpus} × {hw.name}")
-    return out
 
 
 def fits_cmd(
@@ -104,7 +73,8 @@ def fits_cmd(
         "max_concurrency": max_concurrency(card, hwc, wl.quant, wl.kv_quant, ctx, dep),
         "min_gpus": best.gpus if best else None,
         "min_gpus_layout": {"tp": best.tp, "pp": best.pp} if best else None,
-        "suggestions": [] if b.fits else suggestions(card, hwc, wl, ctx, wl.batch, dep, b),
+        "suggestions": [f"{a.flag}: {a.detail}"
+                        for a in what_would_fit(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep, b)],
         "warnings": [f"{ctx:,} tokens is beyond {card.name}'s max context of {card.architecture.max_context:,}"]
         if ctx > card.architecture.max_context else [],
     }

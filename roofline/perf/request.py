@@ -41,13 +41,24 @@ def draft_ops(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, draft
                arch.vocab_size, f, 1, 2)]
 
 
-def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff: Efficiency,
-               ops: list[Op] | None = None) -> StepTime:
-    """One step on the workload's GPUs: each GPU's share of the ops plus the collectives, timed."""
+def gpu_ops(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, ops: list[Op] | None = None) -> list[Op]:
+    """The ops one GPU runs in `step`: its tensor-parallel share of the model's ops, plus the collectives."""
     ops = step_ops(card, hw, step, wl.quant, wl.kv_quant) if ops is None else ops
     act = Formats(card, hw, wl.quant, wl.kv_quant).act_bytes
-    ops = shard_ops(ops, wl.tp) + collective_ops(card, step, wl.tp, wl.pp, act)
-    return time_ops(ops, hw, eff, step.tokens)
+    return shard_ops(ops, wl.tp) + collective_ops(card, step, wl.tp, wl.pp, act)
+
+
+def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff: Efficiency,
+               ops: list[Op] | None = None) -> StepTime:
+    """One step on the workload's GPUs, timed: the one step pipeline every prediction, fit and plot goes through."""
+    return time_ops(gpu_ops(card, hw, step, wl, ops), hw, eff, step.tokens)
+
+
+def first_step(wl: Workload, phase: str) -> Step:
+    """The request's prefill step, or its first decode step (one token per sequence after the prompt)."""
+    if phase == "prefill":
+        return Step("prefill", wl.prompt_tokens, wl.batch, wl.context_tokens)
+    return Step("decode", 1, wl.batch, wl.context_tokens + wl.prompt_tokens)
 
 
 def decode_step_time(card, hw, wl: Workload, eff: Efficiency, batch, context, draft: ModelCard | None = None) -> StepTime:
@@ -134,6 +145,12 @@ def request_metrics(card, hw, wl: Workload, eff: Efficiency, draft=None, batch=N
     return {"ttft_s": pre.total_s + first, "itl_s": itl, "e2e_s": pre.total_s + wl.output_tokens * itl,
             "prefill_tok_s": batch * prompt / pre.total_s, "decode_tok_s": 1.0 / itl,
             "decode_tok_s_aggregate": batch / itl}, pre, dec
+
+
+def phase_times(card, hw, wl: Workload, eff: Efficiency, draft=None) -> dict[str, StepTime]:
+    """{"prefill": the prefill step, "decode": the decode step over the sampled contexts}, as predict times them."""
+    _, pre, dec = request_metrics(card, hw, wl, eff, draft)
+    return {"prefill": pre, "decode": dec}
 
 
 def _metrics(card, hw, wl: Workload, eff: Efficiency, draft) -> tuple[Metrics, StepTime, StepTime]:

@@ -10,8 +10,7 @@ from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.perf.efficiency import expected_efficiency
 from roofline.perf.grid import sweep_arrays
-from roofline.perf.ops import Step, step_ops
-from roofline.perf.parallel import shard_ops
+from roofline.perf.request import first_step, gpu_ops, phase_times
 from roofline.perf.timing import time_ops
 from roofline.perf.workload import Workload
 from roofline.sizing.memory import Deployment, max_concurrency, memory_budget
@@ -29,21 +28,22 @@ def _pyplot():
 
 
 def _points(card: ModelCard, hw: HardwareCard, wl: Workload, phase: str) -> tuple[dict, list[dict]]:
-    """(the whole step, its largest ops) as {label, intensity FLOP/B, attained FLOP/s} at expected efficiency."""
+    """(the whole step, its largest ops) as {label, intensity FLOP/B, attained FLOP/s, time_s} at expected
+    efficiency. The whole step is predict's own (decode: averaged over the request's contexts); the ops are one
+    GPU's share in the phase's first step, collectives included."""
     eff = expected_efficiency(hw)
-    step = (Step("prefill", wl.prompt_tokens, wl.batch, wl.context_tokens) if phase == "prefill"
-            else Step("decode", 1, wl.batch, wl.context_tokens + wl.prompt_tokens))
-    ops = shard_ops(step_ops(card, hw, step, wl.quant, wl.kv_quant), wl.tp)
-    whole = time_ops(ops, hw, eff, step.tokens)
+    whole = phase_times(card, hw, wl, eff)[phase]
+    step = first_step(wl, phase)
     per_op = []
-    for op in ops:
+    for op in gpu_ops(card, hw, step, wl):
         t = float(time_ops([op], hw, eff, step.tokens).total_s) - eff.step_overhead_s
         if op.flops * op.count > 0 and t > 0:
             per_op.append({"label": op.name, "intensity": op.flops / op.bytes, "attained": op.flops * op.count / t,
                            "time_s": t})
     per_op.sort(key=lambda p: -p["time_s"])
-    total = {"label": f"{phase} step", "intensity": float(whole.flops / whole.bytes),
-             "attained": float(whole.flops / whole.total_s), "time_s": float(whole.total_s)}
+    flops, seconds = float(np.mean(whole.flops)), float(np.mean(whole.total_s))
+    total = {"label": f"{phase} step", "intensity": flops / float(np.mean(whole.bytes)), "attained": flops / seconds,
+             "time_s": seconds}
     return total, per_op[:5]
 
 
@@ -144,3 +144,18 @@ def _save(fig, path: Path, plt) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def plot_validation(points: list[dict], metrics: list[str], path: Path, title: str) -> None:
+    """Predicted against measured, one log-log panel per metric, with the y = x line."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 4), dpi=100)
+    for ax, key in zip(axes, metrics):
+        m = [p[f"measured_{key}"] for p in points]
+        q = [p[f"predicted_{key}"] for p in points]
+        ax.loglog(m, q, "o", alpha=0.7)
+        lo, hi = min(m + q), max(m + q)
+        ax.plot([lo, hi], [lo, hi], "k--", lw=1)
+        ax.set(title=key, xlabel="measured", ylabel="predicted")
+    fig.suptitle(title)
+    _save(fig, path, plt)

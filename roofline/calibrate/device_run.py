@@ -1,0 +1,96 @@
+"""`roofline calibrate` end to end: measure the device, run the engine over a grid, fit, and build the card."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from roofline.calibrate.calibration import calibrated_card, fit_records
+from roofline.calibrate.grids import grid_points, grid_spec
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.store import CardStore
+
+# bf16 runs at least this many times the fp32 GEMM rate before the engine chooses it on a CPU: below that, bf16 is
+# emulated in fp32 units and runs slower than fp32 (measured figures: docs/calibration.md)
+BF16_OVER_FP32 = 2.0
+
+
+@dataclass
+class Progress:
+    """Callbacks a caller may pass to show progress: `total(n)` once, `advance(n)`, `stage(text)`."""
+
+    total: Callable[[float], None] = lambda n: None
+    advance: Callable[[float], None] = lambda n: None
+    stage: Callable[[str], None] = lambda text: None
+
+
+def engine_dtype(dev: str, measured: dict) -> str:
+    """bf16 on CUDA, and on CPUs whose measured bf16 GEMM reaches BF16_OVER_FP32 x fp32 (AMX, AVX512-BF16)."""
+    peaks = {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()}
+    return "bf16" if dev == "cuda" or peaks.get("bf16", 0) >= BF16_OVER_FP32 * peaks["fp32"] else "fp32"
+
+
+def microbenchmarks(microbench, dev: str, dtype: str | None, full: bool, advance) -> tuple[dict, str]:
+    """The device's figures and the engine dtype: `dtype`, or chosen from the measured GEMM peaks."""
+    measured = {"bandwidth": microbench.bandwidth(dev, 1 << 30 if full else 1 << 29)}
+    advance(1)
+    # fp32 always (the datasheet comparison), and the engine dtype or, unchosen, bf16 to choose by
+    measured["gemm"] = microbench.gemm(dev, tuple(dict.fromkeys(("fp32", dtype or "bf16"))))
+    dtype = dtype or engine_dtype(dev, measured)
+    advance(2)
+    measured["attention"] = microbench.attention(dev, dtype, (256, 1024, 4096) if full else (256, 1024))
+    measured["launch_s"] = microbench.launch_overhead(dev)
+    advance(2)
+    return measured, dtype
+
+
+def measured_peaks(measured: dict) -> dict:
+    """A CPU card's peaks are what it measured: the best GEMM shape per dtype (fp16 as bf16)."""
+    peaks = {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()}
+    peaks.setdefault("fp16", peaks.get("bf16", peaks["fp32"]))
+    return peaks
+
+
+def with_measured(base: HardwareCard, measured: dict, peaks: dict) -> HardwareCard:
+    data = base.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["memory"]["bandwidth"] = measured["bandwidth"]["read_bytes_per_s"]
+    data["peak_flops"] = peaks
+    return HardwareCard.model_validate(data)
+
+
+def base_card(store: CardStore, device_info, dev: str, hw: str | None) -> HardwareCard:
+    """The card the fit starts from: `hw`, else the recognised GPU, else this host's card."""
+    from roofline.cards.host import host_card
+
+    if hw:
+        return store.hardware(hw)
+    return store.hardware(device_info.name(dev)) if dev == "cuda" else host_card()
+
+
+def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: str | None = None,
+              dtype: str | None = None, progress: Progress | None = None) -> dict:
+    """Measure, run the grid, fit. Returns {"card": card data to write, "base": the base card, "measured": the
+    microbenchmarks, "summary": the fit's residuals}."""
+    from roofline.engine import load
+
+    eng = load()
+    progress = progress or Progress()
+    dev = eng.resolve_device(device)
+    base = base_card(store, eng.device, dev, hw)
+    spec = grid_spec(grid)
+    points = grid_points(spec)
+    progress.total(5 + len(points) * spec["passes"] + 20)
+    progress.stage("measuring the device")
+    measured, dtype = microbenchmarks(eng.microbench, dev, dtype, grid == "full", progress.advance)
+    progress.stage("running engine shapes")
+    records = eng.bench.run_grid(points, spec["vocab"], dev, dtype, lambda: progress.advance(1), store,
+                                 spec["repeats"], spec["passes"])
+    peaks = measured_peaks(measured) if dev == "cpu" else None
+    probe = base if peaks is None else with_measured(base, measured, peaks)
+    progress.stage("fitting")
+    eff, summary = fit_records(records, probe, store, on_step=lambda: progress.advance(0.1),
+                               gemv_max_tokens=eng.bench.matrix_vector_rows(dev, dtype))
+    meta = {"device": eng.device.name(dev), **eng.device.versions(), "dtype": dtype, "grid": grid}
+    data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
+                           measured_peaks=peaks)
+    return {"card": data, "base": base, "measured": measured, "summary": summary}

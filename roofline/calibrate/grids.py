@@ -1,0 +1,48 @@
+"""The engine shapes `roofline calibrate` measures: named grids and the points they expand to.
+
+Each `models` entry is a card, its first N layers and the phases it runs. One layer keeps the shapes exact and the
+run short; decode steps of a second layer let the fit tell a cost per layer from a cost per step (with one layer
+they are one unknown). A small vocabulary keeps the lm_head from dominating. `repeats`: steps per point (the median
+is kept); `passes`: passes over a model's points (each point keeps its fastest pass, so a slow spell of a shared
+machine has to recur at the same point on every pass to move it). Timings behind these choices: docs/calibration.md.
+"""
+
+from __future__ import annotations
+
+from roofline.errors import RooflineError
+
+QUICK = dict(models=[("llama-3.1-8b", 1), ("llama-3.1-8b", 2, ("decode",)), ("qwen3-30b-a3b", 1), ("gpt-oss-20b", 1)],
+             vocab=4096, prefill=[(1, 64), (1, 256), (4, 128), (8, 256)], decode_batches=[1, 4, 16, 32],
+             contexts=[64, 512], repeats=3, passes=2)
+# seconds long, for tests and smoke checks: one small dense card
+SMOKE = dict(models=[("qwen2.5-3b", 1)], vocab=512, prefill=[(1, 32), (2, 64)], decode_batches=[1, 4],
+             contexts=[16, 128], repeats=3, passes=1)
+# 2-layer prefill on llama only: a prefill step's per-step cost is small beside its per-layer cost
+FULL = dict(models=[("llama-3.1-8b", 1), ("llama-3.1-8b", 2)]
+            + [m for card in ("qwen2.5-7b", "qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-20b", "gemma-3-27b")
+               for m in ((card, 1), (card, 2, ("decode",)))],
+            vocab=8192, prefill=[(1, 64), (1, 256), (1, 512), (4, 128), (8, 128), (8, 256)],
+            decode_batches=[1, 2, 4, 8, 16, 32], contexts=[64, 512, 2048], repeats=3, passes=2)
+
+GRIDS = {"quick": QUICK, "full": FULL, "smoke": SMOKE}
+
+
+def grid_spec(name: str) -> dict:
+    if name not in GRIDS:
+        raise RooflineError(f"--grid {name}: use {', '.join(GRIDS)}")
+    return GRIDS[name]
+
+
+def grid_points(spec: dict) -> list[dict]:
+    """Every (card, layers, phase, batch, context, new_tokens) the grid measures."""
+    points = []
+    for card, layers, *phases in spec["models"]:
+        phases = phases[0] if phases else ("prefill", "decode")
+        for ctx in spec["contexts"]:
+            if "prefill" in phases:
+                points += [dict(card=card, layers=layers, phase="prefill", batch=b, context=ctx, new_tokens=n)
+                           for b, n in spec["prefill"]]
+            if "decode" in phases:
+                points += [dict(card=card, layers=layers, phase="decode", batch=b, context=ctx, new_tokens=1)
+                           for b in spec["decode_batches"]]
+    return points

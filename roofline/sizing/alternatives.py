@@ -1,0 +1,69 @@
+"""What would fit when a setup does not: a smaller weight format, a smaller KV format, fewer sequences, a shorter
+context, more GPUs. `fits` lists them; `predict` and `compare` use them to say what to run instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.cards.formats import kv_format
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.model import ModelCard
+from roofline.sizing.memory import Budget, Deployment, max_concurrency, max_context, memory_budget, min_gpus
+
+# tried smallest-saving first: the first that fits is the least lossy change
+SMALLER_FORMATS = ("fp8", "q8_0", "q6_k", "q4_k_m", "int4", "nvfp4")
+SMALLER_KV = ("fp8", "q4_0")
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One change that makes the setup fit: the option to pass, its value, and what it leaves."""
+
+    option: str  # --quant | --kv-quant | --concurrency | --context | --gpus
+    value: str
+    detail: str
+
+    @property
+    def flag(self) -> str:
+        return f"{self.option} {self.value}"
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.2f} GB"
+
+
+def _smaller_weights(card, hw, quant, kv_quant, ctx, n, dep, budget) -> list[Alternative]:
+    for fmt in SMALLER_FORMATS:
+        b = memory_budget(card, hw, fmt, kv_quant, ctx, n, dep)
+        if b.weights_bytes < budget.weights_bytes and b.fits:
+            return [Alternative("--quant", fmt, f"weights {_gb(b.weights_bytes)}, {_gb(b.headroom_bytes)} to spare")]
+    return []
+
+
+def _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep) -> list[Alternative]:
+    for kv in SMALLER_KV:
+        if kv_format(kv).bits_per_value < kv_format(kv_quant).bits_per_value:
+            b = memory_budget(card, hw, quant, kv, ctx, n, dep)
+            if b.fits:
+                return [Alternative("--kv-quant", kv, f"KV {_gb(float(b.kv_bytes))}, {_gb(b.headroom_bytes)} to spare")]
+    return []
+
+
+def what_would_fit(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, ctx: int, n: int,
+                   dep: Deployment, budget: Budget) -> list[Alternative]:
+    """Each single change that makes `n` sequences of `ctx` tokens fit (empty when it already fits)."""
+    if budget.fits:
+        return []
+    out = _smaller_weights(card, hw, quant, kv_quant, ctx, n, dep, budget)
+    out += _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep)
+    users = max_concurrency(card, hw, quant, kv_quant, ctx, dep)
+    if 0 < users < n:
+        out.append(Alternative("--concurrency", str(users), f"at most {users} sequences of {ctx:,} tokens fit"))
+    longest = max_context(card, hw, quant, kv_quant, n, dep)
+    if 0 < longest < ctx:
+        out.append(Alternative("--context", str(longest), f"the longest context {n} sequence(s) can hold"))
+    more = min_gpus(card, hw, quant, kv_quant, ctx, n, dep)
+    if more is not None and more.gpus > dep.gpus:
+        value = f"{more.tp}" + (f" --pp {more.pp}" if more.pp > 1 else "")
+        out.append(Alternative("--gpus", value, f"{more.gpus} × {hw.name}"))
+    return out
