@@ -18,6 +18,7 @@ def _attention_params(arch: Architecture, layer: Layer) -> int:
     q_out = layer.num_heads * layer.head_dim
     kv_out = layer.num_kv_heads * layer.head_dim * (1 if layer.k_eq_v else 2)
     n = h * (q_out + kv_out) + q_out * h  # Wq, Wk(, Wv), Wo: [hidden, out] each
+    n += h * q_out if att.output_gate else 0  # Qwen3-Next: q_proj [hidden, 2 x q_out], the second half a gate
     n += (q_out + kv_out) if att.qkv_bias else 0
     n += h if att.o_bias else 0
     n += 2 * layer.head_dim if att.qk_norm else 0
@@ -34,7 +35,49 @@ def _mla_params(arch: Architecture) -> int:
         n = h * heads * qk_head
     n += h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank  # Wkv_a (latent + shared rope key), kv norm
     n += m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)  # Wkv_b
+    if m.indexer:  # DSA lightning indexer (V3.2): wq_b [q_lora, n x d], wk [hidden, d], k LayerNorm, weights_proj
+        ix = m.indexer
+        n += (m.q_lora_rank or h) * ix.num_heads * ix.head_dim + h * ix.head_dim + 2 * ix.head_dim + h * ix.num_heads
     return n + heads * m.v_head_dim * h  # Wo
+
+
+def _compressed_params(arch: Architecture, layer: Layer) -> int:
+    """DeepSeek-V4 attention (tensor shapes of the DeepSeek-V4-Pro checkpoint, [out, in]):
+    wq_a [q_lora, h], q_norm, wq_b [heads x head_dim, q_lora]; wkv [head_dim, h] (one K=V head), kv_norm;
+    grouped output wo_a [o_groups x o_lora, heads x head_dim / o_groups], wo_b [h, o_groups x o_lora]; attn_sink [heads];
+    compressor wkv + wgate [w, h] with w = head_dim (HCA) or 2 x head_dim (CSA: overlapping groups), ape [ratio, w],
+    norm [head_dim]; CSA indexer: wq_b [n x d, q_lora], weights_proj [n, h], its own compressor (w = 2d) and norm [d]."""
+    c, h, heads, hd = arch.compressed, arch.hidden_size, layer.num_heads, layer.head_dim
+    n = h * c.q_lora_rank + c.q_lora_rank + c.q_lora_rank * heads * hd
+    n += h * hd + hd
+    n += c.o_groups * c.o_lora_rank * (heads * hd // c.o_groups) + h * c.o_groups * c.o_lora_rank + heads
+    width = hd * (2 if layer.indexer else 1)
+    n += 2 * h * width + layer.compress_ratio * width + hd
+    if layer.indexer:
+        ix = c.indexer
+        n += c.q_lora_rank * ix.num_heads * ix.head_dim + h * ix.num_heads
+        n += 2 * h * 2 * ix.head_dim + layer.compress_ratio * 2 * ix.head_dim + ix.head_dim
+    return n
+
+
+def _deltanet_params(arch: Architecture) -> int:
+    """Gated DeltaNet (Qwen3-Next): in_proj_qkvz [h, 2 nk dk + 2 nv dv], in_proj_ba [h, 2 nv] (beta, decay gate),
+    depthwise conv [conv channels, kernel] (no bias), A_log + dt_bias [nv], gated RMSNorm [dv], out_proj [nv dv, h]."""
+    d, h = arch.deltanet, arch.hidden_size
+    kd, vd = d.num_key_heads * d.key_head_dim, d.num_value_heads * d.value_head_dim
+    n = h * (2 * kd + 2 * vd) + h * 2 * d.num_value_heads
+    n += d.conv_channels * d.conv_kernel + 2 * d.num_value_heads + d.value_head_dim
+    return n + vd * h
+
+
+def _mamba1_params(arch: Architecture) -> int:
+    """Mamba-1 (Jamba): in_proj [h, 2 d_inner], conv1d [d_inner, kernel] + bias, x_proj [d_inner, dt_rank + 2N],
+    dt_proj [dt_rank, d_inner] + bias, A_log [d_inner, N], D [d_inner], out_proj [d_inner, h] (+ dt/B/C norms)."""
+    m, h = arch.mamba1, arch.hidden_size
+    n = h * 2 * m.d_inner + m.d_inner * (m.conv_kernel + 1)
+    n += m.d_inner * (m.dt_rank + 2 * m.state_size) + m.dt_rank * m.d_inner + m.d_inner
+    n += m.d_inner * m.state_size + m.d_inner + m.d_inner * h
+    return n + ((m.dt_rank + 2 * m.state_size) if m.inner_norms else 0)
 
 
 def _mamba2_params(arch: Architecture) -> int:
@@ -60,8 +103,14 @@ def _layer_params(arch: Architecture, layer: Layer) -> Counter:
         c["attention"] += _attention_params(arch, layer)
     elif layer.mixer == "mla":
         c["attention"] += _mla_params(arch)
-    elif layer.mixer == "mamba2":
+    elif layer.mixer == "compressed":
+        c["attention"] += _compressed_params(arch, layer)
+    if layer.has_mamba2:
         c["mamba"] += _mamba2_params(arch)
+    elif layer.mixer == "mamba1":  # recurrent mixers share the 'mamba' component (one weight format)
+        c["mamba"] += _mamba1_params(arch)
+    elif layer.mixer == "deltanet":
+        c["mamba"] += _deltanet_params(arch)
     if layer.ffn == "dense":
         f = arch.ffn
         c["ffn"] += mlp_params(h, f.intermediate_size, f.gated, f.bias)
