@@ -246,6 +246,9 @@ class ParamCount(_Strict):
     source: str
     includes_mtp: bool = False  # the published figure counts multi-token-prediction modules (DeepSeek-V3: 685B)
     active_excludes_embedding: bool = False  # the published active figure leaves out the input embedding (gpt-oss)
+    # the published active figure is only given to this unit (e.g. 1e9 for IBM's '9B active'): a derived count
+    # within half of it matches, where that is wider than the 2% the card test allows otherwise
+    active_rounded_to: float | None = Field(None, gt=0)
     # parameters in the published figure outside the text decoder the card models (e.g. a vision tower)
     other_params: float = Field(0.0, ge=0)
     other_params_source: str = ""
