@@ -184,7 +184,7 @@ def test_deepseek_mla_dense_prefix_mtp_fp8():
     card = imported("deepseek-v3")
     arch = card.architecture
     assert arch.layer_pattern is None and set(letters(card)) == {"L"}
-    assert arch.mla.model_dump() == {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+    assert arch.mla.model_dump(exclude_none=True) == {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
                                      "qk_rope_head_dim": 64, "v_head_dim": 128}
     assert arch.moe.first_dense_layers == 3 and arch.ffn.intermediate_size == 18432
     assert [lay.ffn for lay in resolve_layers(arch)[:4]] == ["dense", "dense", "dense", "moe"]
