@@ -22,7 +22,7 @@ run() {  # run NAME SECONDS CMD...: stdout -> $WORK/NAME.json, stderr -> $WORK/N
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$WORK/gpu.txt"
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())" | tee -a "$WORK/gpu.txt"
-HW=$(python3 -c "from engine.device import name; from roofline.cards import CardStore; print(CardStore().hardware(name('cuda')).name)")
+HW=$(python3 -c "from roofline.engine.device import name; from roofline.cards.store import CardStore; print(CardStore().hardware(name('cuda')).name)")
 echo "datasheet card: $HW" | tee -a "$WORK/gpu.txt"
 for step in $STEPS; do
   case $step in

@@ -1,6 +1,6 @@
-"""Fit the default efficiencies (roofline/efficiency.py DEFAULTS) to published measurements and print the error.
+"""Fit the default efficiencies (roofline/perf/efficiency.py DEFAULTS) to published measurements and print the error.
 
-    python benchmarks/fit_defaults.py [--csv ../shared/reference/published_train.csv]
+    python benchmarks/fit_defaults.py [--csv benchmarks/data/published_train.csv]
 
 One parameter set per default group (discrete GPUs, NVIDIA SoC, Apple). Objective: mean |log(pred / measured)|
 over the group's rows (robust to the few suspicious rows, e.g. Ollama's transcribed prefill figures H143-H149).
@@ -21,10 +21,10 @@ from roofline.cards.hardware import default_key
 from roofline.cards.store import CardStore
 from roofline.perf.efficiency import DEFAULTS, Efficiency
 
-CSV = Path(__file__).resolve().parents[2] / "shared" / "reference" / "published_train.csv"
+CSV = Path(__file__).resolve().parent / "data" / "published_train.csv"
 FRACTIONS = ("memory", "compute", "compute_int8", "compute_fp4", "attention")
 # Left out of the fit (still reported): Ollama's transcribed Spark prefill figures. The 70B row (H149, 1,911 tok/s
-# = 2 x 70.6e9 x 1911 = 270 TFLOP/s) exceeds the GB10's measured int8 peak (214 TOPS, FACTS A.1), and PUBLISHED.md
+# = 2 x 70.6e9 x 1911 = 270 TFLOP/s) exceeds the GB10's measured int8 peak (214 TOPS, hardware/dgx-spark.yaml), and PUBLISHED.md
 # flags H147; llama.cpp's own pp2048 rows (H001-H013) are the primary prefill data for the Spark.
 NOT_FITTED = {"H139", "H141", "H143", "H145", "H147", "H149"}
 SECONDS = ("kernel_overhead_s", "step_overhead_s")

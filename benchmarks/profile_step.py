@@ -1,4 +1,4 @@
-"""Where one engine step's time goes: torch.profiler over the steps `engine.bench.measure` times.
+"""Where one engine step's time goes: torch.profiler over the steps `roofline.engine.measure.bench.measure` times.
 
     python benchmarks/profile_step.py                                   # llama-3.1-8b, 1 layer, decode batch 1
     python benchmarks/profile_step.py --model mixtral-8x7b --phase prefill --batch 1 --tokens 160 --device cuda

@@ -40,9 +40,8 @@ def versions() -> dict:
 def keep_freed_memory() -> bool:
     """Make glibc serve large CPU tensors from its heap and keep up to KEPT_BYTES of what is freed, instead of
     mapping fresh pages for each one and returning them: a step's activations and gathered K/V are re-faulted
-    page by page otherwise (a 42 MB K/V gather took 11-17 ms that way and 1.4-4.5 ms from kept memory; 2-core
-    Sapphire Rapids; the effect jemalloc or tcmalloc give PyTorch CPU inference). Process-wide; returns False
-    where it cannot apply."""
+    page by page otherwise (3-8x slower gathers; docs/engine.md). Process-wide; returns False where it cannot
+    apply."""
     if not sys.platform.startswith("linux"):
         return False
     try:

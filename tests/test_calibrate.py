@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 import yaml
 from conftest import run_cli
+from roofline.engine.core.records import RequestTiming, StepRecord
 
 from roofline.calibrate.calibration import (
     fit_records,
@@ -20,7 +21,6 @@ from roofline.calibrate.calibration import (
 )
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.store import CardStore
-from roofline.engine.core.records import RequestTiming, StepRecord
 from roofline.perf.efficiency import expected_efficiency
 
 STORE = CardStore()

@@ -4,10 +4,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from roofline.engine.core.block_manager import BlockManager  # noqa: E402
-from roofline.engine.core.sequence import Sequence  # noqa: E402
 from roofline.engine.engine import LLMEngine  # noqa: E402
 from roofline.engine.model.attention import StepMeta  # noqa: E402
 from roofline.engine.model.runner import make_caches, run_step  # noqa: E402
@@ -119,44 +117,6 @@ def test_refusals():
         LLMEngine("llama-3.1-70b", dtype="fp32")  # 282 GB of fp32 weights
     with pytest.raises(EngineError, match="exceeds the KV pool"):
         engine(TINY["llama"], num_blocks=2).add_request([1, 2, 3], 20)
-
-
-# --- block manager invariants (property test) ---------------------------------------------------------------------
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["alloc", "grow", "free", "fork", "publish"]), st.integers(0, 7),
-                          st.integers(1, 40)), max_size=60))
-def test_block_manager_never_leaks_or_double_frees(ops):
-    bm = BlockManager(num_blocks=24, block_size=4)
-    live: list[Sequence] = []
-    for op, pick, n in ops:
-        seq = live[pick % len(live)] if live else None
-        if op == "alloc":
-            new = Sequence([pick % 3] * n, 1)
-            if bm.can_allocate(new, n):
-                chunk = bm.allocate(new, n)
-                assert len(new.block_table) == bm.blocks_needed(new.num_computed_tokens + chunk)
-                live.append(new)
-        elif op == "grow" and seq and bm.can_grow(seq, len(seq.block_table) * 4 + n):
-            bm.grow(seq, len(seq.block_table) * 4 + n)
-            seq.token_ids += [1] * n
-        elif op == "publish" and seq:
-            seq.num_computed_tokens = min(len(seq), len(seq.block_table) * 4)
-            bm.publish(seq)
-        elif op == "fork" and seq:
-            child = Sequence(list(seq.token_ids), 1)
-            bm.fork(seq, child)
-            live.append(child)
-        elif op == "free" and seq:
-            bm.free_seq(seq)
-            live.remove(seq)
-        refs = [0] * 24
-        for s in live:
-            for b in s.block_table:
-                refs[b] += 1
-        assert refs == bm.ref_count
-        assert sorted(bm.free) == [b for b in range(24) if refs[b] == 0]
-        assert len(set(bm.free)) == len(bm.free)
 
 
 @pytest.mark.parametrize("rows", [1, 5, 8, 32, 33, 100, 257])

@@ -3,7 +3,7 @@ import pytest
 from roofline.cards.formats import kv_format, math_dtype, weight_format
 from roofline.errors import UnknownNameError
 
-# FACTS.md Part C.1 / C.2
+# the layouts in roofline/cards/formats.py: ggml block structs, OCP MX, NVFP4, GPTQ buffers
 WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4.15625, "q8_0": 8.5,
                "q6_k": 6.5625, "q5_k_m": 5.7036, "q4_k_m": 4.8944, "q4_0": 4.5, "mxfp4": 4.25, "nvfp4": 4.5}
 KV_BITS = {"bf16": 16, "fp16": 16, "f16": 16, "fp8": 8, "int8": 8.5, "q8_0": 8.5, "q4_0": 4.5}

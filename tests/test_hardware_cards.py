@@ -1,4 +1,4 @@
-"""The bundled hardware cards: real datasheet numbers (FACTS.md Part A), provenance and consistency."""
+"""The bundled hardware cards: real datasheet numbers (vendor datasheets), provenance and consistency."""
 
 from pathlib import Path
 
@@ -37,7 +37,7 @@ def test_required_cards_exist(store):
         assert store.hardware(name).name == name
 
 
-# --- real numbers from FACTS.md Part A -----------------------------------------------------------------------
+# --- real numbers from the vendor datasheets -----------------------------------------------------------------------
 
 
 def test_h100_sxm_matches_datasheet(store):

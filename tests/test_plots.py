@@ -3,7 +3,10 @@
 import pytest
 from conftest import run_cli
 
-pytest.importorskip("matplotlib")
+from roofline.cards.store import CardStore
+from roofline.perf.request import predict
+from roofline.perf.workload import make_workload
+from roofline.report.plots import _points
 
 
 @pytest.mark.parametrize("args", [
@@ -23,3 +26,17 @@ def test_plot_renders(tmp_path, args, suffix, magic):
 def test_plot_rejects_unknown_suffix(tmp_path):
     out = run_cli("plot", "roofline", "--model", "llama-3.1-8b", "--hw", "h100", "-o", str(tmp_path / "x.gif"))
     assert out.returncode == 2 and "use a .png, .svg or .pdf" in out.stderr
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+def test_roofline_plot_points_are_predicts_steps(phase, gpus):
+    """The plotted step is the step `predict` times, collectives included under tensor parallelism."""
+    store = CardStore()
+    card, hw = store.model("llama-3.3-70b"), store.hardware("h100-sxm")
+    wl = make_workload(prompt_tokens=2048, output_tokens=64, batch=4, quant="fp8", tp=gpus)
+    whole, ops = _points(card, hw, wl, phase)
+    report = predict(card, hw, wl).phases[phase]
+    assert whole["time_s"] == pytest.approx(report.time_s, rel=1e-9)
+    assert whole["intensity"] == pytest.approx(report.arithmetic_intensity, rel=1e-9)
+    assert ops and all(op["time_s"] <= whole["time_s"] for op in ops)

@@ -19,12 +19,17 @@ def test_every_row_is_predicted_or_says_why(predictions):
         assert (p.predicted is not None and p.predicted > 0) or p.skipped, p.row_id
 
 
+# median |error| ceilings per metric on published_train.csv: the figures benchmarks/fit_defaults.py printed for the
+# shipped defaults (decode 7.4%, prefill 46.4%, batched decode 8.3%, max-load output 2.5%) with room for noise-free
+# drift of a few points; a change to the predictor that moves any metric past its ceiling fails here
+CEILINGS_PCT = {"decode_tok_s": 10, "prefill_tok_s": 50, "agg_decode_tok_s": 12, "agg_output_tok_s": 5}
+
+
 def test_default_error_on_published_rows(predictions):
     s = summarize(predictions)
-    # measured by benchmarks/fit_defaults.py when the defaults were fitted: decode 8.9%, max-load output 1.9%
-    assert s["decode_tok_s"]["n"] >= 37 and s["decode_tok_s"]["median_ape_pct"] < 12
-    assert s["agg_output_tok_s"]["median_ape_pct"] < 8
-    assert s["agg_decode_tok_s"]["median_ape_pct"] < 15
+    assert s["decode_tok_s"]["n"] >= 37 and s["prefill_tok_s"]["n"] >= 15
+    for metric, ceiling in CEILINGS_PCT.items():
+        assert s[metric]["median_ape_pct"] < ceiling, (metric, s[metric])
     assert abs(s["decode_tok_s"]["bias_pct"]) < 5
 
 

@@ -57,9 +57,8 @@ def _time_step(eng: LLMEngine, seqs: list[Sequence], n: int, repeats: int, advan
 
 
 # A step at least this long is timed once after its warm-up, and in one pass only: it spans hundreds of scheduler
-# ticks, so a burst on the 2-core CI VM moves it little (the quick grid's prefill steps of 0.5-5.2 s read within
-# 1-8% at contexts 64 and 512, where the predictor expects the same time within 1%), while repeating the
-# eight largest prefill points four times over two passes took 240 of the quick grid's 300 s on a 2-core EPYC in fp32.
+# ticks, so a burst of a shared machine moves it little, while repeating the largest points dominated the quick
+# grid's time (docs/engine.md).
 LONG_STEP_S = 0.3
 
 

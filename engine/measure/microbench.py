@@ -42,7 +42,7 @@ def timeit(fn: Callable[[], object], device: str, repeats: int = 5, min_seconds:
 def bandwidth(device: str, nbytes: int = 1 << 30) -> dict:
     """Read and copy bandwidth over a buffer far beyond the last-level cache, bytes/s, each the best of 5 samples
     (a bus ceiling is only ever under-measured). Read is the better of a sum and a matrix-vector product over the
-    buffer: on the 2-core CI VM the median sum read 20-30 GB/s from run to run, the best mv 31.5-31.6."""
+    buffer (a sum's median varies by a third from run to run on a shared VM; docs/engine.md)."""
     x = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
     y = torch.empty_like(x)
     w, v = x.view(-1, 4096), torch.ones(4096, device=device)

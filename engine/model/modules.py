@@ -39,12 +39,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 def cpu_kernels(dtype: torch.dtype) -> tuple[str, bool]:
     """How a one-row linear runs on this CPU ("mv": torch.mv, "linear": F.linear, "pad2": F.linear on the row padded
     to two), and whether thin batches run as (weight @ x^T)^T rather than F.linear: whichever streams a
-    PROBE_SHAPE weight fastest, probed once per process (~0.7 s). The winners depend on the CPU. 2-core Sapphire
-    Rapids: one bf16 row streamed 25-46 GB/s through mv and 10-29 through the GEMM path; 2-32 bf16 rows 30 GB/s
-    transposed and 23 through F.linear; 8-32 fp32 rows ~13 transposed and 7-10 through F.linear. 2-core EPYC
-    (AVX512-BF16): on weights 4096 wide, bf16 mv ran 9-12 GB/s and 4 transposed rows 11-13, F.linear 21 for both;
-    on other widths all three ran 16-22, so F.linear streams every shape alike there; and one bf16 row padded to
-    two ran 10-30% faster than one row (14336 x 4096: 5.1 vs 5.7 ms)."""
+    PROBE_SHAPE weight fastest, probed once per process (~0.7 s): the winners differ from CPU to CPU by up to 2x
+    (measurements: docs/engine.md)."""
     w = torch.randn(PROBE_SHAPE, dtype=dtype)
     one, thin = torch.randn(1, PROBE_SHAPE[1], dtype=dtype), torch.randn(8, PROBE_SHAPE[1], dtype=dtype)
 
@@ -65,16 +61,15 @@ def cpu_kernels(dtype: torch.dtype) -> tuple[str, bool]:
 
 def matrix_vector_rows(device: str, dtype: torch.dtype) -> int:
     """Rows up to which `linear` streams the weight like a matrix-vector product (roofline's gemv_max_tokens):
-    THIN_ROWS where bf16 thin batches run transposed on the CPU (~30 GB/s up to 32 rows on Sapphire Rapids); else 1
+    THIN_ROWS where bf16 thin batches run transposed on the CPU (they stream like one row up to 32 rows); else 1
     (fp32's transposed rows stream at less than half a row's rate; F.linear and CUDA ramp as GEMMs)."""
     return THIN_ROWS if device == "cpu" and dtype == torch.bfloat16 and cpu_kernels(dtype)[1] else 1
 
 
 def gemm_rows(m: int) -> int:
     """Rows a bf16 CPU GEMM of `m` rows runs as: m rounded up to 1/16 of its power of two (at least 16), so a
-    server's ever-changing step sizes and expert loads reuse a few dozen shapes. oneDNN builds a kernel per new
-    shape: 5-12 ms extra for a 4096x4096 or 14336x4096 weight, 1.7 ms for 1024x1024 (measured, 2-core Sapphire
-    Rapids; fp32 and fp16 pay nothing); the padding costs at most 1/16 more rows."""
+    server's ever-changing step sizes and expert loads reuse a few dozen shapes: oneDNN builds a bf16 kernel per new
+    shape, milliseconds each (docs/engine.md); the padding costs at most 1/16 more rows."""
     step = max(16, 1 << max(m.bit_length() - 5, 0))
     return -(-m // step) * step
 

@@ -38,12 +38,9 @@ from torch import Tensor
 INT4_KERNEL_GROUP_SIZES = (32, 64, 128, 256)
 KERNEL_POLICIES = ("auto", "packed", "dequant")
 
-# "auto" thresholds: the largest number of rows (tokens) for which the packed kernel beats the
-# fallback.  Measured on a 2-core Sapphire Rapids VM (AVX512-BF16/AMX), torch 2.13 CPU, W
-# 4096->14336 (benchmarks/quant_matmul.py): bf16 int8pack 12.2 ms vs dequant 14.7 ms at 16
-# rows, 26.6 vs 18.2 at 32; bf16 int4pack 22.8 vs 38.9 at 32 rows, 45.9 vs 40.1 at 64.  The
-# fp32/fp16 CPU kernels are scalar loops and lose already at one row (int8 23.7 vs 16.3 ms,
-# int4 49.6 vs 41.7 ms fp32), so they are only used with kernel_policy="packed".
+# "auto" thresholds: the largest number of rows (tokens) for which the packed kernel beats dequantise-then-GEMM
+# (benchmarks/quant_matmul.py; figures in docs/engine.md). The fp32/fp16 CPU kernels are scalar loops that lose
+# already at one row, so they run only with kernel_policy="packed".
 AUTO_MAX_ROWS_CPU = {
     ("int8", torch.bfloat16): 16,
     ("int4", torch.bfloat16): 32,

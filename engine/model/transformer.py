@@ -21,6 +21,9 @@ from roofline.sizing.layers import Layer, resolve_layers
 RMS_EPS = 1e-5  # cards do not carry rms_norm_eps; HF parity tests build their configs with the same value
 
 
+ENGINE_MIXERS = {"full", "sliding", "mamba2", "none"}  # mixers Block builds; cards with others are refused
+
+
 class EngineError(ValueError):
     """A card or option the engine cannot run; the CLI prints it as one line."""
 
@@ -74,6 +77,10 @@ class Transformer(nn.Module):
             raise EngineError(f"{card.name} uses MLA (multi-head latent attention), which the engine does not run yet; "
                               f"predict it with `roofline predict`, or run a GQA card")
         self.card, self.layers_spec = card, resolve_layers(arch)
+        unsupported = sorted({lay.mixer for lay in self.layers_spec} - ENGINE_MIXERS)
+        if unsupported:
+            raise EngineError(f"{card.name} uses {', '.join(unsupported)} layers, which the engine does not run; "
+                              f"predict it with `roofline predict`, or run a card with {', '.join(sorted(ENGINE_MIXERS))} layers")
         rotary: dict = {}
         self.embed = nn.Embedding(arch.vocab_size, arch.hidden_size)
         self.blocks = nn.ModuleList(Block(card, lay, rotary) for lay in self.layers_spec)

@@ -33,9 +33,8 @@ GEMV_MAX_TOKENS = (1, 4, 8, 16, 32)
 GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens",)
 HELD_OUT_SHARE = 0.3
 # Where the fit starts besides the card's defaults: the GEMM ramp trades `compute` against `gemm_half_tokens` (a
-# lower plateau reached sooner fits mid-size prefill nearly as well), and from the CPU defaults alone 3 of 7 quick
-# calibrations on a 2-core Sapphire Rapids VM settled at compute 0.48-0.62 / half 37-55 tokens (14-33% TTFT error on
-# fresh shapes) where the other 4 found 0.85-0.90 / 90-110 tokens (3-6%). The start with the least loss wins.
+# lower plateau reached sooner fits mid-size prefill nearly as well), so from one start the search can settle in
+# the wrong basin (docs/calibration.md). The start with the least loss wins.
 RAMP_STARTS = ({}, {"compute": 0.95, "gemm_half_tokens": 128.0}, {"compute": 0.5, "gemm_half_tokens": 32.0})
 
 

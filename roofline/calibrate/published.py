@@ -1,4 +1,4 @@
-"""Predict the rows of a published-measurements CSV (the format of shared/reference/published_train.csv).
+"""Predict the rows of a published-measurements CSV (the format of benchmarks/data/published_train.csv).
 
 Each row names its cards (`hw_card`, `model_card`, `gpus`) and one metric. The mapping from a benchmark's
 conditions to a roofline step is stated per metric in `predict_row`; rows roofline cannot model yet are skipped

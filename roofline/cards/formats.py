@@ -1,6 +1,7 @@
 """Weight and KV-cache number formats: effective bits per value (scales included) and the math dtype.
 
-Every figure cites ../shared/reference/FACTS.md Part C (C.1 weights, C.2 KV cache) or the layout it derives from.
+Every figure cites the layout it derives from: ggml's block structs, the OCP MX and NVIDIA NVFP4 definitions, the
+GPTQ/AWQ buffers, and the runtimes' KV-cache documentation.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ class Format:
     name: str
     bits_per_value: float  # effective bits per stored value, block scales included
     layout: str  # what one block holds
-    source: str  # FACTS.md row the figure comes from
+    source: str  # where the layout (and so the figure) comes from
     math_chain: tuple[str, ...] = _WEIGHT_ONLY_CHAIN  # math dtypes it can run in, best first
     aliases: tuple[str, ...] = ()
     # GGUF quantizes token_embd/output too; checkpoint formats (FP8, AWQ, NVFP4, ...) keep them in 16-bit
@@ -35,42 +36,42 @@ WEIGHT_FORMATS: tuple[Format, ...] = (
     Format("bf16", 16.0, "bfloat16", "IEEE/bfloat16", ("bf16", "fp16", "fp32"), ("bfloat16",)),
     Format("fp16", 16.0, "IEEE float16", "IEEE 754", ("fp16", "bf16", "fp32"), ("f16", "float16", "half")),
     Format("fp8", 8.0, "E4M3 + one FP32 scale per tensor (negligible)",
-           "FACTS C.1 'FP8 per-tensor (W8)'", ("fp8", "bf16", "fp16", "fp32"), ("f8", "fp8_e4m3", "w8a8-fp8")),
+           "vLLM FP8 docs: E4M3 weights with an FP32 scale per tensor", ("fp8", "bf16", "fp16", "fp32"), ("f8", "fp8_e4m3", "w8a8-fp8")),
     Format("int8", 8.0, "int8 per output channel + one scale per channel (negligible); W8A8",
-           "FACTS C.1 (SmoothQuant-style W8A8; per-channel scales < 0.01 bit)", ("int8", "bf16", "fp16", "fp32"),
+           "SmoothQuant W8A8 (Xiao et al. 2023): int8 per channel; the scales add < 0.01 bit", ("int8", "bf16", "fp16", "fp32"),
            ("w8a8", "i8")),
     Format("int4", 4 + (16 + 4) / 128, "4-bit weights, fp16 scale + 4-bit zero per 128 inputs (AWQ/GPTQ g128)",
-           "FACTS C.1 'AWQ / GPTQ int4, group 128' (4 + (16+4)/128 = 4.156)", _WEIGHT_ONLY_CHAIN,
+           "AutoGPTQ QuantLinear buffers: fp16 scales + 4-bit qzeros per 128 inputs (4 + (16+4)/128)", _WEIGHT_ONLY_CHAIN,
            ("awq", "gptq", "int4-awq", "w4a16", "int4_awq")),
-    Format("q8_0", 8.5, "GGUF block of 32: fp16 d + 32 int8 = 34 B", "FACTS C.1 'GGUF Q8_0' (34*8/32)",
+    Format("q8_0", 8.5, "GGUF block of 32: fp16 d + 32 int8 = 34 B", "ggml-common.h block_q8_0 (34*8/32)",
            ("int8", "fp16", "fp32"), quantizes_embeddings=True),
-    Format("q6_k", 6.5625, "GGUF 256-weight super-block of 210 B", "FACTS C.1 'GGUF Q6_K' (210*8/256)",
+    Format("q6_k", 6.5625, "GGUF 256-weight super-block of 210 B", "ggml-common.h block_q6_K (210*8/256)",
            ("int8", "fp16", "fp32"), quantizes_embeddings=True),
     Format("q5_k_m", 5.7036, "GGUF mixed recipe, mostly Q5_K (model-level bpw on Llama-3.1-8B)",
-           "FACTS C.1 'GGUF Q5_K_M' (llama.cpp tools/quantize/README.md)", ("int8", "fp16", "fp32"),
+           "llama.cpp tools/quantize/README.md, Llama-3.1-8B table", ("int8", "fp16", "fp32"),
            quantizes_embeddings=True),
     Format("q4_k_m", 4.8944, "GGUF mixed recipe, mostly Q4_K, attn_v/ffn_down higher (model-level bpw)",
-           "FACTS C.1 'GGUF Q4_K_M' (llama.cpp tools/quantize/README.md, Llama-3.1-8B)", ("int8", "fp16", "fp32"),
+           "llama.cpp tools/quantize/README.md, Llama-3.1-8B table", ("int8", "fp16", "fp32"),
            quantizes_embeddings=True),
-    Format("q4_0", 4.5, "GGUF block of 32: fp16 d + 16 B of nibbles = 18 B", "FACTS C.1 'GGUF Q4_0' (18*8/32)",
+    Format("q4_0", 4.5, "GGUF block of 32: fp16 d + 16 B of nibbles = 18 B", "ggml-common.h block_q4_0 (18*8/32)",
            ("int8", "fp16", "fp32"), quantizes_embeddings=True),
-    Format("mxfp4", 4.25, "E2M1, block 32, one E8M0 scale per block", "FACTS C.1 'MXFP4' (4 + 8/32)",
+    Format("mxfp4", 4.25, "E2M1, block 32, one E8M0 scale per block", "OCP Microscaling Formats (MX) v1.0: block 32, E8M0 scale (4 + 8/32)",
            ("fp4", "bf16", "fp16", "fp32")),
     Format("nvfp4", 4.5, "E2M1, block 16, FP8 E4M3 scale per block + FP32 per tensor",
-           "FACTS C.1 'NVFP4' (4 + 8/16)", ("fp4", "fp8", "bf16", "fp16", "fp32"), ("fp4",)),
+           "NVIDIA NVFP4: block 16, E4M3 scale + FP32 per tensor (4 + 8/16)", ("fp4", "fp8", "bf16", "fp16", "fp32"), ("fp4",)),
 )
 
 KV_FORMATS: tuple[Format, ...] = (
     Format("fp32", 32.0, "float32", "IEEE 754", aliases=("f32",)),
-    Format("bf16", 16.0, "bfloat16 (vLLM/TensorRT-LLM default for bf16 models)", "FACTS C.2", aliases=("bfloat16",)),
-    Format("fp16", 16.0, "float16 (llama.cpp default 'f16')", "FACTS C.2 (llama.cpp default f16)",
+    Format("bf16", 16.0, "bfloat16 (vLLM/TensorRT-LLM default for bf16 models)", "vLLM kv_cache_dtype 'auto' = the model dtype", aliases=("bfloat16",)),
+    Format("fp16", 16.0, "float16 (llama.cpp default 'f16')", "llama.cpp --cache-type-k/-v default f16",
            aliases=("f16", "float16", "half", "auto")),
-    Format("fp8", 8.0, "E4M3/E5M2 + per-tensor FP32 k/v scale", "FACTS C.2 (vLLM kv_cache_dtype=fp8)",
+    Format("fp8", 8.0, "E4M3/E5M2 + per-tensor FP32 k/v scale", "vLLM docs, quantized KV cache: kv_cache_dtype=fp8",
            aliases=("fp8_e4m3", "fp8_e5m2", "f8")),
-    Format("q8_0", 8.5, "block of 32: fp16 scale + 32 int8", "FACTS C.2 (llama.cpp -ctk q8_0; 8.5 bits)",
+    Format("q8_0", 8.5, "block of 32: fp16 scale + 32 int8", "llama.cpp -ctk q8_0 (ggml block_q8_0: 8.5 bits)",
            aliases=("int8", "i8")),
     Format("q4_0", 4.5, "block of 32: fp16 scale + 32 nibbles (quantized V needs flash attention)",
-           "FACTS C.2 (llama.cpp -ctk q4_0; 4.5 bits)", aliases=("int4",)),
+           "llama.cpp -ctk q4_0 (ggml block_q4_0: 4.5 bits)", aliases=("int4",)),
 )
 
 

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from roofline.cards.formats import MATH_DTYPES
 from roofline.cards.quantity import Bytes, BytesPerS, FlopPerS, Seconds, Watts
+from roofline.cards.schema import Strict
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Memory(_Strict):
+class Memory(Strict):
     capacity_bytes: Bytes = Field(alias="capacity")
     bandwidth_bytes_per_s: BytesPerS = Field(alias="bandwidth")
     type: str | None = None
@@ -33,7 +30,7 @@ class Memory(_Strict):
         return self
 
 
-class PeakFlops(_Strict):
+class PeakFlops(Strict):
     """Dense peak FLOP/s (or OP/s) per math dtype. Absent = unsupported. Never a sparsity figure."""
 
     fp32: FlopPerS | None = None
@@ -48,7 +45,7 @@ class PeakFlops(_Strict):
         return {k: v for k in MATH_DTYPES if (v := getattr(self, k)) is not None}
 
 
-class Interconnect(_Strict):
+class Interconnect(Strict):
     kind: str = "none"  # nvlink4, nvlink5, pcie5, infinity-fabric, none
     bandwidth_bytes_per_s_per_direction: BytesPerS = Field(0.0, alias="bandwidth_per_direction")
     latency_s: Seconds = Field(0.0, alias="latency")
@@ -57,7 +54,7 @@ class Interconnect(_Strict):
     host_bandwidth_bytes_per_s_per_direction: BytesPerS | None = Field(None, alias="host_bandwidth_per_direction")
 
 
-class HardwareCard(_Strict):
+class HardwareCard(Strict):
     name: str
     aliases: list[str] = []
     vendor: str
@@ -72,8 +69,8 @@ class HardwareCard(_Strict):
     price_usd: float | None = Field(None, ge=0)
     sources: dict[str, str]
     uncertain: dict[str, str] = {}  # field -> why the value is uncertain
-    efficiency: dict[str, Any] | None = None  # reserved: default efficiencies (predictor issue)
-    calibration: dict[str, Any] | None = None  # reserved: fitted values with provenance (calibrate issue)
+    efficiency: dict[str, Any] | None = None  # efficiency overrides for this card (roofline.perf.efficiency)
+    calibration: dict[str, Any] | None = None  # what `roofline calibrate` fitted and measured, with provenance
 
     @field_validator("name")
     @classmethod

@@ -5,27 +5,27 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from roofline.cards.formats import weight_format
+from roofline.cards.schema import Strict
 from roofline.errors import RooflineError
 
-MixerKind = Literal["full", "sliding", "mla", "mamba2", "none"]
+# full / sliding: GQA; chunked: Llama-4 local attention inside fixed chunks; mla: DeepSeek latent attention;
+# compressed: DeepSeek-V4 CSA/HCA (pooled KV); mamba1 / mamba2 / deltanet: recurrent mixers with a constant state;
+# parallel: Falcon-H1 attention and Mamba-2 side by side in one layer
+MixerKind = Literal["full", "sliding", "chunked", "mla", "compressed", "mamba1", "mamba2", "deltanet", "parallel", "none"]
 FfnKind = Literal["dense", "moe", "auto", "none"]
 COMPONENTS = ("embedding", "attention", "mamba", "ffn", "router", "experts", "shared_experts", "lm_head", "norms")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Rope(_Strict):
+class Rope(Strict):
     theta: float = 10000.0
     scaling: dict[str, float | str] | None = None  # e.g. {type: llama3, factor: 8, ...}; yarn; linear
     partial_rotary_factor: float = 1.0
 
 
-class Attention(_Strict):
+class Attention(Strict):
     num_heads: int = Field(gt=0)
     num_kv_heads: int = Field(gt=0)
     head_dim: int = Field(gt=0)
@@ -34,9 +34,20 @@ class Attention(_Strict):
     o_bias: bool = False
     qk_norm: bool = False
     sinks: bool = False  # gpt-oss learned attention sinks: one scalar per head
+    output_gate: bool = False  # Qwen3-Next gated attention: q_proj also emits a per-channel sigmoid gate for o_proj
+    attention_chunk_size: int | None = Field(None, gt=0)  # Llama-4 'chunked' layers attend inside chunks this long
 
 
-class MLA(_Strict):
+class Indexer(Strict):
+    """DeepSeek lightning indexer (DSA, V3.2; CSA, V4): scores every cached key with `num_heads` small heads of
+    `head_dim`, then attention reads only the best `topk` entries per query. Its keys (head_dim per entry) are cached."""
+
+    num_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    topk: int = Field(gt=0)
+
+
+class MLA(Strict):
     """DeepSeek multi-head latent attention; the cache holds kv_lora_rank + qk_rope_head_dim per token."""
 
     q_lora_rank: int | None = None
@@ -44,16 +55,58 @@ class MLA(_Strict):
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+    indexer: Indexer | None = None  # DeepSeek-V3.2 sparse attention (DSA)
 
 
-class FFN(_Strict):
+class Compressed(Strict):
+    """DeepSeek-V4 compressed attention, shared by its CSA and HCA layers. Heads, the one shared KV head (keys double
+    as values) and head_dim come from the `attention` section; each layer type sets `compress_ratio` (tokens pooled
+    into one cached entry) and `indexer` (CSA: top-k sparse over the entries; HCA: dense over all of them). Every
+    layer also keeps the last `sliding_window` tokens uncompressed."""
+
+    q_lora_rank: int
+    qk_rope_head_dim: int
+    o_groups: int  # grouped low-rank output projection: o_groups blocks, each to o_lora_rank
+    o_lora_rank: int
+    sliding_window: int = Field(gt=0)
+    indexer: Indexer
+
+
+class DeltaNet(Strict):
+    """Gated DeltaNet linear attention (Qwen3-Next): per value head a key_head_dim x value_head_dim state matrix,
+    plus a causal conv over q, k, v channels; constant size per sequence like Mamba."""
+
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int = 4
+    state_dtype: str | None = None  # None = the KV-cache format
+
+    @property
+    def conv_channels(self) -> int:
+        return 2 * self.num_key_heads * self.key_head_dim + self.num_value_heads * self.value_head_dim
+
+
+class Mamba1(Strict):
+    """Mamba-1 selective SSM (Jamba): state d_inner x state_size per layer plus a (conv_kernel - 1)-token conv state."""
+
+    d_inner: int
+    state_size: int
+    conv_kernel: int = 4
+    dt_rank: int
+    inner_norms: bool = False  # Jamba RMS-normalises dt, B and C inside the mixer
+    state_dtype: str | None = None
+
+
+class FFN(Strict):
     intermediate_size: int = Field(gt=0)
     activation: str = "silu"  # silu, gelu_tanh, relu2, swiglu_clamped
     gated: bool = True
     bias: bool = False
 
 
-class MoE(_Strict):
+class MoE(Strict):
     num_experts: int = Field(gt=0)
     experts_per_token: int = Field(gt=0)
     expert_intermediate_size: int = Field(gt=0)
@@ -72,7 +125,7 @@ class MoE(_Strict):
         return self
 
 
-class Mamba2(_Strict):
+class Mamba2(Strict):
     state_size: int
     num_heads: int
     head_dim: int
@@ -88,7 +141,7 @@ class Mamba2(_Strict):
         return self.num_heads * self.head_dim
 
 
-class LayerType(_Strict):
+class LayerType(Strict):
     """One layer: a token mixer and an FFN. Overrides apply to this layer type only (e.g. Gemma-4 global layers)."""
 
     mixer: MixerKind
@@ -96,6 +149,8 @@ class LayerType(_Strict):
     num_kv_heads: int | None = None
     head_dim: int | None = None
     k_eq_v: bool = False  # keys reused as values: one projection and one cache tensor
+    compress_ratio: int | None = Field(None, gt=0)  # compressed layers: tokens pooled into one cached entry
+    indexer: bool = False  # compressed layers: top-k sparse selection over the entries (DeepSeek-V4 CSA)
 
 
 # Letters every card may use in `layer_pattern` without declaring them; Nemotron-H letters included.
@@ -125,7 +180,7 @@ def expand_pattern(pattern: str) -> str:
     return text
 
 
-class Architecture(_Strict):
+class Architecture(Strict):
     vocab_size: int = Field(gt=0)
     hidden_size: int = Field(gt=0)
     num_layers: int = Field(gt=0)
@@ -134,6 +189,9 @@ class Architecture(_Strict):
     ffn: FFN | None = None
     moe: MoE | None = None
     mamba2: Mamba2 | None = None
+    compressed: Compressed | None = None
+    deltanet: DeltaNet | None = None
+    mamba1: Mamba1 | None = None
     tie_embeddings: bool = False
     max_context: int = Field(gt=0)
     rope: Rope | None = None
@@ -151,11 +209,18 @@ class Architecture(_Strict):
         unknown = sorted(set(letters) - set(types))
         if unknown:
             raise ValueError(f"layer_pattern uses undeclared letters {unknown}; declare them in layer_types")
-        needs = {"full": self.attention, "sliding": self.attention, "mla": self.mla, "mamba2": self.mamba2}
+        needs = {"full": ["attention"], "sliding": ["attention"], "chunked": ["attention"], "mla": ["mla"],
+                 "mamba2": ["mamba2"], "compressed": ["attention", "compressed"], "deltanet": ["deltanet"],
+                 "mamba1": ["mamba1"], "parallel": ["attention", "mamba2"]}
         for letter in set(letters):
             lt = types[letter]
-            if lt.mixer in needs and needs[lt.mixer] is None:
-                raise ValueError(f"layer type '{letter}' is {lt.mixer} but the card has no {lt.mixer} section")
+            for section in needs.get(lt.mixer, []):
+                if getattr(self, section) is None:
+                    raise ValueError(f"layer type '{letter}' is {lt.mixer} but the card has no {section} section")
+            if lt.mixer == "compressed" and lt.compress_ratio is None:
+                raise ValueError(f"layer type '{letter}' is compressed but sets no compress_ratio")
+            if lt.mixer == "chunked" and self.attention.attention_chunk_size is None:
+                raise ValueError(f"layer type '{letter}' is chunked but attention.attention_chunk_size is not set")
             if lt.mixer == "sliding" and (self.attention is None or self.attention.sliding_window is None):
                 raise ValueError(f"layer type '{letter}' is sliding but attention.sliding_window is not set")
             if lt.ffn == "moe" and self.moe is None:
@@ -172,24 +237,27 @@ class Architecture(_Strict):
         return expand_pattern(self.layer_pattern)
 
 
-class ParamCount(_Strict):
+class ParamCount(Strict):
     total: float = Field(gt=0)
     active: float | None = Field(None, gt=0)
     source: str
     includes_mtp: bool = False  # the published figure counts multi-token-prediction modules (DeepSeek-V3: 685B)
     active_excludes_embedding: bool = False  # the published active figure leaves out the input embedding (gpt-oss)
     active_excludes_lm_head: bool = False  # ... and the output projection too (GLM-4.5 counts only the decoder layers)
+    # the published active figure is only given to this unit (e.g. 1e9 for IBM's '9B active'): a derived count
+    # within half of it matches, where that is wider than the 2% the card test allows otherwise
+    active_rounded_to: float | None = Field(None, gt=0)
     # parameters in the published figure outside the text decoder the card models (e.g. a vision tower)
     other_params: float = Field(0.0, ge=0)
     other_params_source: str = ""
 
 
-class Source(_Strict):
+class Source(Strict):
     hf_repo: str | None = None
     shapes_from: str
 
 
-class ModelCard(_Strict):
+class ModelCard(Strict):
     name: str
     aliases: list[str] = []
     family: str

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
+from roofline.cards.schema import first_problem
 from roofline.errors import CardError, RooflineError, UnknownNameError
 
 Card = TypeVar("Card", HardwareCard, ModelCard)
@@ -58,12 +59,9 @@ def validate_card(schema: type[Card], data: dict, path: object) -> Card:
     try:
         return schema.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "card"
-        msg = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "missing":
-            msg = "required field is missing"
-        elif first["type"] == "extra_forbidden":
+        loc, msg, first = first_problem(err)
+        loc = loc or "card"
+        if first["type"] == "extra_forbidden":
             msg = "unknown field (check the spelling; see `roofline hw show h100-sxm` for a complete card)"
         raise CardError(path, loc, msg) from None
 

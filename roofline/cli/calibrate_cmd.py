@@ -16,7 +16,7 @@ from roofline.cli.output import Column, emit, table
 
 def calibrate_cmd(
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
-    quick: Annotated[bool, typer.Option("--quick", help="A short grid (about 3 minutes on a 2-core CPU).")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="A short grid (about 2 minutes on a 2-core CPU).")] = False,
     grid: Annotated[Optional[str], typer.Option(help="quick, full or smoke (seconds; for tests).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Card directory (default: $ROOFLINE_HOME).")] = None,
     hw: Annotated[Optional[str], typer.Option("--hw", help="Base card (default: recognised device or this host).")] = None,

@@ -94,6 +94,9 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to 
                                 f"expert FFN {m.expert_intermediate_size}, first {m.first_dense_layers} dense"))
         if arch.mamba2:
             rows.append(("Mamba-2", ", ".join(f"{k}={v}" for k, v in arch.mamba2.model_dump().items())))
+        for label, section in (("compressed", arch.compressed), ("DeltaNet", arch.deltanet), ("Mamba-1", arch.mamba1)):
+            if section:
+                rows.append((label, ", ".join(f"{k}={v}" for k, v in section.model_dump().items())))
         rows += [("max context", f"{arch.max_context:,} tokens"),
                  ("KV cache (bf16)", f"{der['kv_bytes_per_token_bf16'] / 1024:,.1f} KiB/token; "
                   f"{der['kv_bytes_at_max_context_bf16'] / 2**30:,.2f} GiB at {arch.max_context:,} tokens")]

@@ -48,7 +48,7 @@ def fmt_rate(x: float) -> str:
 
 
 def flat(p: Prediction) -> dict:
-    """The --json document: the issue's keys at top level, details under `phases`."""
+    """The --json document: the headline metrics at top level, details under `phases`."""
     data = p.model_dump()
     data["ceiling"] = {k: v for k, v in data["ceiling"].items() if k in ("ttft_s", "itl_s", "prefill_tok_s", "decode_tok_s", "decode_tok_s_aggregate", "e2e_s")}
     return data

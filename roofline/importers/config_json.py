@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from roofline.cards.schema import first_problem
 from roofline.errors import CardError, RooflineError
 from roofline.importers.hf_families import (
     _FAMILIES,
@@ -105,9 +106,8 @@ def _validated(schema: type[BaseModel], data: dict, source: str, where: str = ""
     try:
         return schema.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in (where, *first["loc"]) if p != "")
-        raise CardError(source, loc, first["msg"].removeprefix("Value error, ")) from None
+        loc, msg, _ = first_problem(err)
+        raise CardError(source, ".".join(p for p in (where, loc) if p), msg) from None
 
 
 def _text_fields(config: dict, model_type: str, source: str) -> _Fields:

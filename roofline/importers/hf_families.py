@@ -204,6 +204,27 @@ def _nemotron_h(c: _Fields, notes: list[str]) -> dict:
     )
 
 
+def _qwen3_next(c: _Fields, notes: list[str]) -> dict:
+    """Qwen3-Next: Gated DeltaNet layers with gated full attention every `full_attention_interval` layers (or the
+    `layer_types` list); MoE FFNs with a shared expert, dense on `mlp_only_layers`."""
+    n = _num_layers(c)
+    if c.has("layer_types"):
+        mixers = ["full" if t == "full_attention" else "deltanet" for t in c.list("layer_types")]
+    else:
+        every = c.int("full_attention_interval", default=4)
+        mixers = ["full" if (i + 1) % every == 0 else "deltanet" for i in range(n)]
+    ffns = _qwen3_moe_ffns(c, n)
+    arch = _decoder(c, mixers=mixers, ffns=ffns, attention={**_attention(c, qk_norm=True), "output_gate": True},
+                    ffn=_ffn(c) if "dense" in ffns else None,
+                    moe={**_moe(c, expert_size_keys=("moe_intermediate_size",)), "num_shared_experts": 1},
+                    rope=_rope(c, 10000.0))
+    arch["deltanet"] = {"num_key_heads": c.int("linear_num_key_heads"), "num_value_heads": c.int("linear_num_value_heads"),
+                        "key_head_dim": c.int("linear_key_head_dim"), "value_head_dim": c.int("linear_value_head_dim"),
+                        "conv_kernel": c.int("linear_conv_kernel_dim", default=4)}
+    notes.append("linear-attention layers are Gated DeltaNet (constant state); the shared expert's 1-output gate is not counted")
+    return arch
+
+
 _FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
     "llama": ("llama", _llama),
     "mistral": ("mistral", _mistral),
@@ -220,6 +241,7 @@ _FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
     "phi3": ("phi", _phi3),
     "olmo2": ("olmo", _olmo2),
     "nemotron_h": ("nemotron", _nemotron_h),
+    "qwen3_next": ("qwen", _qwen3_next),
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
 _FAMILY_DEFAULTS = {"gemma3": GEMMA3_DEFAULTS, "gemma3_text": GEMMA3_DEFAULTS}

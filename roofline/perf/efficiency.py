@@ -1,7 +1,7 @@
 """How close a real run gets to the datasheet: the `expected` mode's efficiencies and overheads.
 
 Precedence: built-in defaults per hardware kind < the card's `efficiency` section < its `calibration` section.
-The defaults are fitted by `benchmarks/fit_defaults.py` to ../shared/reference/published_train.csv.
+The defaults are fitted by `benchmarks/fit_defaults.py` to benchmarks/data/published_train.csv.
 """
 
 from __future__ import annotations

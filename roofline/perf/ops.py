@@ -12,22 +12,29 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
+from roofline.cards.schema import Num
 from roofline.sizing.kv import (
+    compressed_entry_values,
     layer_kv_values_per_token,
     layer_state_values,
     state_bytes_per_value,
 )
-from roofline.sizing.layers import Layer, resolve_layers
-from roofline.sizing.params import mlp_params
+from roofline.sizing.layers import Layer, norms_in_layer, resolve_layers
+from roofline.sizing.params import (
+    compressed_o_params,
+    compressed_q_params,
+    mla_q_params,
+    mlp_activation_width,
+    mlp_params,
+    qkv_params,
+    qkv_widths,
+)
 from roofline.sizing.precision import Formats
-
-Num = Any  # float or numpy array (broadcast over batch x context)
 
 
 @dataclass(frozen=True)
@@ -96,15 +103,15 @@ def _span(step: Step, window: int | None) -> Num:
 
 def attention_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
     """GQA/MHA, full or sliding: QKV, the attention core (scores + values), O."""
-    att, h, t = card.architecture.attention, card.architecture.hidden_size, step.tokens
-    q_out, kv_out = lay.num_heads * lay.head_dim, lay.num_kv_heads * lay.head_dim * (1 if lay.k_eq_v else 2)
+    h, t = card.architecture.hidden_size, step.tokens
+    q_out, qkv_out = qkv_widths(card.architecture, lay)
     kv_tok = layer_kv_values_per_token(card.architecture, lay) * f.kv_bytes
     pairs = attended_pairs(step.n, step.context, lay.window)
     core = Op("attention", "attention", f.act_dtype, step.batch * pairs * 4.0 * lay.num_heads * lay.head_dim,
               act_bytes=2 * t * q_out * f.act_bytes, kv_read_bytes=step.batch * _span(step, lay.window) * kv_tok,
               kv_write_bytes=t * kv_tok, count=count, gemm=False, kv_shards=lay.num_kv_heads)
-    qkv_params = h * (q_out + kv_out) + ((q_out + kv_out) if att.qkv_bias else 0)
-    return [matmul("qkv_proj", "projection", "attention", qkv_params, t, h, q_out + kv_out, f, count), core,
+    return [matmul("qkv_proj", "projection", "attention", qkv_params(card.architecture, lay), t, h, qkv_out, f,
+                   count), core,
             matmul("o_proj", "projection", "attention", q_out * h, t, q_out, h, f, count)]
 
 
@@ -113,25 +120,118 @@ def mla_ops(card: ModelCard, step: Step, f: Formats, count: int) -> list[Op]:
     arch = card.architecture
     m, h, heads, t = arch.mla, arch.hidden_size, arch.attention.num_heads, step.tokens
     qk = m.qk_nope_head_dim + m.qk_rope_head_dim
-    q_params = (h * m.q_lora_rank + m.q_lora_rank * heads * qk) if m.q_lora_rank else h * heads * qk
     kv_b = m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
     latent = (m.kv_lora_rank + m.qk_rope_head_dim) * f.kv_bytes
-    pairs = attended_pairs(step.n, step.context, None)
+    topk = m.indexer.topk if m.indexer else None
+    pairs = sparse_pairs(step.n, step.context, topk)
     if step.phase == "decode":  # absorbed: q_nope -> latent, scores over 576 dims, values over 512, latent -> v
         core_flops = step.batch * pairs * 2.0 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
         kvb_flops = 2.0 * t * heads * m.kv_lora_rank * (m.qk_nope_head_dim + m.v_head_dim)
     else:  # decompress every attended latent, then ordinary attention with qk=192, v=128 dims
         core_flops = step.batch * pairs * 2.0 * heads * (qk + m.v_head_dim)
-        kvb_flops = 2.0 * step.batch * (step.context + step.n) * kv_b
-    return [
-        matmul("q_proj", "projection", "attention", q_params, t, h, heads * qk, f, count, kernels=2),
+        kvb_flops = 2.0 * step.batch * (step.context + step.n) * kv_b  # top-k sets of a chunk cover the context
+    indexer = [] if m.indexer is None else indexer_ops(m.indexer, m.q_lora_rank or h, h, step, f, count, 1,
+                                                       key_params=h * m.indexer.head_dim)
+    return indexer + [
+        matmul("q_proj", "projection", "attention", mla_q_params(arch), t, h, heads * qk, f, count, kernels=2),
         matmul("kv_a_proj", "projection", "attention", h * (m.kv_lora_rank + m.qk_rope_head_dim), t, h,
                m.kv_lora_rank + m.qk_rope_head_dim, f, count),
         Op("kv_b_proj", "projection", f.dtype("attention"), kvb_flops, kv_b * f.wbytes("attention"), count=count),
         Op("attention", "attention", f.act_dtype, core_flops, act_bytes=2 * t * heads * m.v_head_dim * f.act_bytes,
-           kv_read_bytes=step.batch * _span(step, None) * latent, kv_write_bytes=t * latent, count=count, gemm=False,
+           kv_read_bytes=step.batch * _span(step, topk) * latent, kv_write_bytes=t * latent, count=count, gemm=False,
            kv_shards=1),
         matmul("o_proj", "projection", "attention", heads * m.v_head_dim * h, t, heads * m.v_head_dim, h, f, count),
+    ]
+
+
+def sparse_pairs(n: int, context: Num, topk: int | None) -> Num:
+    """Query-key pairs when each new token attends to at most `topk` selected keys (DSA / CSA top-k): the causal
+    count while the context is short, `topk` per query once it is longer (selection, not a sliding window)."""
+    return attended_pairs(n, context, topk)
+
+
+def indexer_ops(ix, q_in: int, h: int, step: Step, f: Formats, count: int, ratio: int, key_params: int = 0) -> list[Op]:
+    """DeepSeek lightning indexer: q [T, n x d] from the low-rank query, per-head weights [T, n] from the hidden
+    state (and, V3.2, its key [T, h] -> [T, d]: `key_params`); every query scores every cached key (one per `ratio`
+    tokens): 2 x n x d FLOPs per (query, key), reading the d-value keys once per sequence."""
+    t = step.tokens
+    keys = (step.context + step.n) / ratio
+    scores = step.batch * attended_pairs(step.n, step.context, None) / ratio * 2.0 * ix.num_heads * ix.head_dim
+    return [matmul("indexer_proj", "projection", "attention",
+                   q_in * ix.num_heads * ix.head_dim + h * ix.num_heads + key_params,
+                   t, q_in, ix.num_heads * (ix.head_dim + 1), f, count, kernels=2),
+            Op("indexer", "attention", f.act_dtype, scores, act_bytes=t * ix.num_heads * ix.head_dim * f.act_bytes,
+               kv_read_bytes=step.batch * keys * ix.head_dim * f.kv_bytes, kv_write_bytes=t / ratio * ix.head_dim * f.kv_bytes,
+               count=count, gemm=False, kv_shards=1)]
+
+
+def compressed_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
+    """DeepSeek-V4 CSA/HCA layer. Shapes (V4-Pro): hidden h 7168, heads 128 x head_dim 512, one K=V head of 512.
+    q: [T, h] -> [T, 1536] -> [T, 128 x 512]; kv: [T, h] -> [T, 512]; compressor: kv + gate [T, h] -> [T, w]
+    (w = 512 HCA, 1024 CSA), pooled to one entry per `compress_ratio` tokens; attention over the raw window (128)
+    plus the pooled entries (HCA: all c/128; CSA: the indexer's top 1024 of c/4), scores and values both 512-wide;
+    output: grouped [T, 16 x 4096] -> [T, 16 x 1024] -> [T, h]."""
+    arch = card.architecture
+    c, h, t, heads, hd = arch.compressed, arch.hidden_size, step.tokens, lay.num_heads, lay.head_dim
+    ratio, window = lay.compress_ratio, c.sliding_window
+    width = hd * (2 if lay.indexer else 1)
+    entries = np.floor((step.context + step.n) / ratio)
+    attended = np.minimum(entries, c.indexer.topk) if lay.indexer else entries
+    # every new token: its window (causal) + the selected/all pooled entries; 2 matmuls of hd per (query, key)
+    pairs = attended_pairs(step.n, step.context, window) + step.n * attended
+    entry_bytes = compressed_entry_values(arch, lay) * f.kv_bytes
+    raw_bytes = hd * f.kv_bytes
+    core = Op("attention", "attention", f.act_dtype, step.batch * pairs * 4.0 * heads * hd,
+              act_bytes=2 * t * heads * hd * f.act_bytes,
+              kv_read_bytes=step.batch * (_span(step, window) * raw_bytes + attended * hd * f.kv_bytes),
+              kv_write_bytes=t * raw_bytes + t / ratio * entry_bytes, count=count, gemm=False, kv_shards=1)
+    ops = [matmul("q_proj", "projection", "attention", compressed_q_params(arch, lay), t, h, heads * hd, f, count,
+                  kernels=2),
+           matmul("kv_proj", "projection", "attention", h * hd + 2 * h * width, t, h, hd + 2 * width, f, count, 3)]
+    if lay.indexer:
+        ops += indexer_ops(c.indexer, c.q_lora_rank, h, step, f, count, ratio)
+        ops.append(matmul("indexer_compressor", "projection", "attention", 2 * h * 2 * c.indexer.head_dim, t, h,
+                          4 * c.indexer.head_dim, f, count, kernels=2))
+    return ops + [core, matmul("o_proj", "projection", "attention", compressed_o_params(arch, lay), t, heads * hd, h,
+                                  f, count, kernels=2)]
+
+
+def deltanet_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
+    """Gated DeltaNet (Qwen3-Next): in_proj [T, h] -> [T, 2 nk dk + 2 nv dv + 2 nv]; conv over the q/k/v channels;
+    delta-rule recurrence on an [nv, dk, dv] state (decay, S k readout, rank-1 correction, q S readout: ~8 dk dv FLOPs
+    per value head and token; chunked prefill adds intra-chunk products ~ chunk x (dk + dv) per head and token, chunk
+    64 in the fla kernels); out_proj [T, nv dv] -> [T, h]. The state is read and written once per sequence per step."""
+    arch = card.architecture
+    d, h, t = arch.deltanet, arch.hidden_size, step.tokens
+    kd, vd = d.num_key_heads * d.key_head_dim, d.num_value_heads * d.value_head_dim
+    proj_out = 2 * kd + 2 * vd + 2 * d.num_value_heads
+    chunk = 64 if step.phase == "prefill" else 0
+    per_token = d.num_value_heads * (8.0 * d.key_head_dim * d.value_head_dim + chunk * (d.key_head_dim + d.value_head_dim))
+    state = layer_state_values(arch, lay) * state_bytes_per_value(arch, f.kv_quant, lay)
+    return [
+        matmul("deltanet_in_proj", "mamba", "mamba", h * proj_out, t, h, proj_out, f, count),
+        Op("delta_scan", "mamba", f.act_dtype, t * (per_token + 2.0 * d.conv_channels * d.conv_kernel),
+           act_bytes=2 * t * d.conv_channels * f.act_bytes, kv_read_bytes=step.batch * state,
+           kv_write_bytes=step.batch * state, count=count, kernels=3, gemm=False, kv_shards=d.num_value_heads),
+        matmul("deltanet_out_proj", "mamba", "mamba", vd * h, t, vd, h, f, count),
+    ]
+
+
+def mamba1_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
+    """Mamba-1 (Jamba): in_proj [T, h] -> [T, 2 d_inner]; conv; x_proj [T, d_inner] -> [T, dt_rank + 2N];
+    dt_proj [T, dt_rank] -> [T, d_inner]; selective scan ~9 d_inner N FLOPs per token (discretise, update, readout);
+    out_proj [T, d_inner] -> [T, h]. The [d_inner, N] state is read and written once per sequence per step."""
+    arch = card.architecture
+    m, h, t = arch.mamba1, arch.hidden_size, step.tokens
+    state = layer_state_values(arch, lay) * state_bytes_per_value(arch, f.kv_quant, lay)
+    return [
+        matmul("mamba_in_proj", "mamba", "mamba", h * 2 * m.d_inner, t, h, 2 * m.d_inner, f, count),
+        matmul("mamba_x_dt_proj", "mamba", "mamba", m.d_inner * (m.dt_rank + 2 * m.state_size) + m.dt_rank * m.d_inner,
+               t, m.d_inner, m.d_inner, f, count, kernels=2),
+        Op("ssm_scan", "mamba", f.act_dtype, t * m.d_inner * (9.0 * m.state_size + 2.0 * m.conv_kernel),
+           act_bytes=3 * t * m.d_inner * f.act_bytes, kv_read_bytes=step.batch * state,
+           kv_write_bytes=step.batch * state, count=count, kernels=2, gemm=False, kv_shards=m.d_inner),
+        matmul("mamba_out_proj", "mamba", "mamba", m.d_inner * h, t, m.d_inner, h, f, count),
     ]
 
 
@@ -144,7 +244,7 @@ def mamba2_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) 
     # recurrence: decay, B x outer product, C h readout ~ 6 d_in N per token; chunked SSD adds intra-chunk
     # (C B^T) X products ~ chunk * (G N + d_in) per token (causal halves the square)
     scan_per_token = 6.0 * d_in * m.state_size + (m.chunk_size * (gs + d_in) if step.phase == "prefill" else 0.0)
-    state = layer_state_values(arch, lay) * state_bytes_per_value(arch, f.kv_quant)
+    state = layer_state_values(arch, lay) * state_bytes_per_value(arch, f.kv_quant, lay)
     return [
         matmul("mamba_in_proj", "mamba", "mamba", h * proj_out, t, h, proj_out, f, count),
         Op("ssm_scan", "mamba", f.act_dtype, t * (scan_per_token + 2.0 * (d_in + 2 * gs) * m.conv_kernel),
@@ -179,7 +279,7 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
     if lay.ffn == "dense":
         fc = arch.ffn
         return [matmul("ffn", "ffn", "ffn", mlp_params(h, fc.intermediate_size, fc.gated, fc.bias), t, h,
-                       fc.intermediate_size * (3 if fc.gated else 2), f, count, kernels=3)]
+                       mlp_activation_width(fc.intermediate_size, fc.gated), f, count, kernels=3)]
     if lay.ffn != "moe":
         return []
     e = arch.moe
@@ -189,14 +289,15 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
     routed = t * e.experts_per_token
     ops = [matmul("router", "moe", "router", h * e.num_experts, t, h, e.num_experts, f, count),
            Op("experts", "moe", f.dtype("experts"), 2.0 * routed * per_expert, touched * per_expert * f.wbytes("experts"),
-              routed * (2 * width + e.expert_intermediate_size * (3 if e.gated else 2)) * f.act_bytes, count=count,
+              routed * (2 * width + mlp_activation_width(e.expert_intermediate_size, e.gated)) * f.act_bytes, count=count,
               kernels=3, gemm_tokens=routed / touched, experts_touched=touched,
               routing=(e.num_experts, e.experts_per_token))]
     if e.latent_size:
         ops.append(matmul("latent_proj", "moe", "experts", 2 * h * e.latent_size, t, h, e.latent_size, f, count, 2))
     if e.num_shared_experts:
         inner = e.shared_expert_intermediate_size or e.num_shared_experts * e.expert_intermediate_size
-        ops.append(matmul("shared_experts", "moe", "shared_experts", mlp_params(h, inner, e.gated), t, h, inner * 3,
+        ops.append(matmul("shared_experts", "moe", "shared_experts", mlp_params(h, inner, e.gated), t, h,
+                          mlp_activation_width(inner, e.gated),
                           f, count, kernels=3))
     return ops
 
@@ -214,11 +315,16 @@ def layer_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -
         ops += attention_ops(card, lay, step, f, count)
     elif lay.mixer == "mla":
         ops += mla_ops(card, step, f, count)
-    elif lay.mixer == "mamba2":
+    elif lay.mixer == "compressed":
+        ops += compressed_ops(card, lay, step, f, count)
+    elif lay.mixer == "mamba1":
+        ops += mamba1_ops(card, lay, step, f, count)
+    elif lay.mixer == "deltanet":
+        ops += deltanet_ops(card, lay, step, f, count)
+    if lay.has_mamba2:  # Mamba-2 layers, and the Mamba-2 half of parallel hybrids
         ops += mamba2_ops(card, lay, step, f, count)
     ops += ffn_ops(card, lay, step, f, count)
-    blocks = (lay.mixer != "none") + (lay.ffn != "none")
-    ops.append(norm_op(card, step, f, count, card.architecture.norms_per_layer if blocks == 2 else 1))
+    ops.append(norm_op(card, step, f, count, norms_in_layer(card.architecture, lay)))
     return ops
 
 
@@ -226,8 +332,8 @@ def step_ops(card: ModelCard, hw: HardwareCard, step: Step, quant: str | None = 
     """The whole step: embedding gather, every layer type x its multiplicity, final norm + lm_head."""
     f = Formats(card, hw, quant, kv_quant)
     arch, h = card.architecture, card.architecture.hidden_size
-    groups = Counter((lay.mixer, lay.ffn, lay.num_heads, lay.num_kv_heads, lay.head_dim, lay.window, lay.k_eq_v)
-                     for lay in resolve_layers(arch))
+    groups = Counter((lay.mixer, lay.ffn, lay.num_heads, lay.num_kv_heads, lay.head_dim, lay.window, lay.k_eq_v,
+                      lay.compress_ratio, lay.indexer) for lay in resolve_layers(arch))
     ops = [Op("embedding", "embedding", f.act_dtype, 0.0, step.tokens * h * f.wbytes("embedding"),
               step.tokens * h * f.act_bytes, gemm=False)]
     for key, count in groups.items():

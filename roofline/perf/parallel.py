@@ -9,20 +9,18 @@ point-to-point send of T x hidden activations per stage boundary.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.errors import RooflineError
 from roofline.perf.ops import Op, Step
+from roofline.sizing.kv import shard_share
 from roofline.sizing.layers import resolve_layers
 
 
 def _kv_share(op: Op, tp: int) -> float:
-    if not op.kv_shards:
-        return 1.0 / tp
-    return math.ceil(op.kv_shards / tp) / op.kv_shards
+    return shard_share(op.kv_shards, tp) if op.kv_shards else 1.0 / tp
 
 
 def shard_ops(ops: list[Op], tp: int) -> list[Op]:
@@ -47,7 +45,7 @@ def collective_ops(card: ModelCard, step: Step, tp: int, pp: int, act_bytes: flo
     ops = []
     if tp > 1:
         layers = resolve_layers(card.architecture)
-        count = sum((lay.mixer != "none") + (lay.ffn != "none") for lay in layers)
+        count = sum(lay.blocks for lay in layers)  # one all-reduce after each residual block
         ops.append(Op("all_reduce", "comm", "bf16", 0.0, count=count, kernels=1, gemm=False,
                       link_bytes=2.0 * (tp - 1) / tp * message, link_hops=2 * (tp - 1)))
     if pp > 1:

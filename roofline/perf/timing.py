@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from roofline.cards.hardware import HardwareCard
+from roofline.cards.schema import Num
 from roofline.perf.efficiency import Efficiency
 from roofline.perf.ops import Op, gemv_expert_share
-
-Num = Any
 
 
 @dataclass

@@ -12,6 +12,7 @@ from pydantic import (
 )
 
 from roofline.cards.formats import kv_format
+from roofline.cards.schema import first_problem
 from roofline.errors import RooflineError
 from roofline.sizing.params import parse_quant
 
@@ -73,9 +74,8 @@ def make_workload(**fields) -> Workload:
     try:
         return Workload(**{k: v for k, v in fields.items() if v is not None})
     except ValidationError as err:
-        first = err.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else ""
-        msg = first["msg"].removeprefix("Value error, ")
+        loc, msg, first = first_problem(err)
+        field = loc.split(".")[0]
         if first["type"] in ("greater_than", "greater_than_equal"):
             msg = f"must be {'≥' if first['type'].endswith('equal') else '>'} {first['ctx'].get('gt', first['ctx'].get('ge'))}, got {first['input']}"
         label = _FLAG.get(field, field)

@@ -1,12 +1,16 @@
 """KV-cache and recurrent-state sizes: the one formula the predictor, `fits`, the engine and tests share.
 
 Attention layer, per token: 2 (K and V; 1 when keys double as values) x kv_heads x head_dim x bytes.
-Sliding-window layers hold at most `window` tokens. MLA holds the latent: kv_lora_rank + qk_rope_head_dim.
-Mamba-2 layers hold a constant state per sequence: conv (d_inner + 2*groups*state) x (kernel-1) + heads x head_dim x state,
-in `mamba2.state_dtype` when the card sets it.
+Sliding-window layers hold at most `window` tokens; chunked layers (Llama-4) at most one chunk. MLA holds the latent:
+kv_lora_rank + qk_rope_head_dim, plus the DSA indexer's key (index head_dim) when the card has one (DeepSeek-V3.2).
+Compressed layers (DeepSeek-V4) hold one entry of head_dim (+ the indexer's head_dim on CSA layers) per
+`compress_ratio` tokens, plus the last `sliding_window` tokens uncompressed (head_dim each).
+Recurrent layers hold a constant state per sequence, in their section's `state_dtype` when the card sets it:
+Mamba-2 conv (d_inner + 2*groups*state) x (kernel-1) + heads x head_dim x state; Mamba-1 d_inner x (state + kernel-1);
+Gated DeltaNet value_heads x key_head_dim x value_head_dim + conv (2 x key dims + value dims) x (kernel-1).
 
 Per GPU under tensor parallelism (tp): GQA shards KV heads (one head each, replicated, when tp > kv_heads); the MLA
-latent is replicated on every GPU; Mamba-2 shards its heads. Pipeline stages (pp) split the layers. Paged
+latent and the compressed single KV head are replicated on every GPU; recurrent mixers shard their heads/channels. Pipeline stages (pp) split the layers. Paged
 allocation rounds each layer's tokens up to whole blocks of `block_tokens`.
 """
 
@@ -25,22 +29,51 @@ def _arch(card: ModelCard | Architecture) -> Architecture:
     return card.architecture if isinstance(card, ModelCard) else card
 
 
-def layer_kv_values_per_token(arch: Architecture, layer: Layer) -> int:
-    """Cached values one token adds to one layer (0 for Mamba and FFN-only layers)."""
+def layer_kv_values_per_token(arch: Architecture, layer: Layer) -> float:
+    """Cached values one token adds to one layer (0 for recurrent and FFN-only layers); on compressed layers the
+    average over a pooled group (an entry every compress_ratio tokens), so it may be fractional."""
     if layer.is_attention:
         return (1 if layer.k_eq_v else 2) * layer.num_kv_heads * layer.head_dim
     if layer.mixer == "mla":
-        return arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim
+        m = arch.mla
+        return m.kv_lora_rank + m.qk_rope_head_dim + (m.indexer.head_dim if m.indexer else 0)
+    if layer.mixer == "compressed":
+        return compressed_entry_values(arch, layer) / layer.compress_ratio
     return 0
 
 
+def compressed_entry_values(arch: Architecture, layer: Layer) -> int:
+    """One pooled entry of a compressed layer: the shared K=V vector (head_dim), plus the indexer key on CSA."""
+    return layer.head_dim + (arch.compressed.indexer.head_dim if layer.indexer else 0)
+
+
+def compressed_layer_values(arch: Architecture, layer: Layer, context_tokens):
+    """Cached values of one compressed layer holding `context_tokens`: floor(context / ratio) pooled entries (the
+    unfinished group waits in the compressor) plus the uncompressed sliding window of head_dim per token."""
+    entries = np.floor(np.asarray(context_tokens) / layer.compress_ratio)
+    window = np.minimum(context_tokens, arch.compressed.sliding_window)
+    return entries * compressed_entry_values(arch, layer) + window * layer.head_dim
+
+
 def layer_state_values(arch: Architecture, layer: Layer) -> int:
-    """Recurrent state values per sequence in one layer (Mamba-2 conv + SSM state; 0 otherwise)."""
-    if layer.mixer != "mamba2":
-        return 0
-    m = arch.mamba2
-    conv = (m.d_inner + 2 * m.n_groups * m.state_size) * (m.conv_kernel - 1)
-    return conv + m.num_heads * m.head_dim * m.state_size
+    """Recurrent state values per sequence in one layer (conv + SSM / delta-rule state; 0 for attention)."""
+    if layer.has_mamba2:
+        m = arch.mamba2
+        conv = (m.d_inner + 2 * m.n_groups * m.state_size) * (m.conv_kernel - 1)
+        return conv + m.num_heads * m.head_dim * m.state_size
+    if layer.mixer == "mamba1":
+        m1 = arch.mamba1
+        return m1.d_inner * (m1.state_size + m1.conv_kernel - 1)
+    if layer.mixer == "deltanet":
+        d = arch.deltanet
+        return d.num_value_heads * d.key_head_dim * d.value_head_dim + d.conv_channels * (d.conv_kernel - 1)
+    return 0
+
+
+def shard_share(shards: int, tp: int) -> float:
+    """Fraction of `shards` heads (KV heads, state heads) each of `tp` GPUs holds: ceil(shards / tp) of them, so
+    heads replicate once tp exceeds their count."""
+    return math.ceil(shards / tp) / shards
 
 
 def tp_share(arch: Architecture, layer: Layer, tp: int) -> float:
@@ -48,10 +81,21 @@ def tp_share(arch: Architecture, layer: Layer, tp: int) -> float:
     if tp == 1:
         return 1.0
     if layer.is_attention:
-        return math.ceil(layer.num_kv_heads / tp) / layer.num_kv_heads
-    if layer.mixer == "mamba2":
-        return math.ceil(arch.mamba2.num_heads / tp) / arch.mamba2.num_heads
-    return 1.0  # MLA latent: every GPU holds all of it
+        return shard_share(layer.num_kv_heads, tp)
+    if layer.mixer in ("mamba2", "mamba1", "deltanet"):
+        return state_tp_share(arch, layer, tp)
+    return 1.0  # MLA latent, compressed single KV head: every GPU holds all of it
+
+
+def state_tp_share(arch: Architecture, layer: Layer, tp: int) -> float:
+    """Fraction of one layer's recurrent state each GPU holds: Mamba-2 and DeltaNet shard heads, Mamba-1 channels."""
+    if tp == 1:
+        return 1.0
+    if layer.has_mamba2:
+        return shard_share(arch.mamba2.num_heads, tp)
+    if layer.mixer == "deltanet":
+        return shard_share(arch.deltanet.num_value_heads, tp)
+    return 1.0 / tp
 
 
 def kv_bytes_per_token(card: ModelCard | Architecture, kv_fmt: str = "bf16", tp: int = 1, pp: int = 1) -> float:
@@ -70,6 +114,9 @@ def kv_bytes(card: ModelCard | Architecture, context_tokens, kv_fmt: str = "bf16
     arch = _arch(card)
     kv_values = 0.0
     for lay in resolve_layers(arch):
+        if lay.mixer == "compressed":  # pooled entries + raw window; no paged rounding modelled
+            kv_values = kv_values + compressed_layer_values(arch, lay, context_tokens) * tp_share(arch, lay, tp)
+            continue
         held = context_tokens if lay.window is None or not cap_windows else np.minimum(context_tokens, lay.window)
         if block_tokens > 1:
             held = np.ceil(np.asarray(held) / block_tokens) * block_tokens
@@ -77,14 +124,20 @@ def kv_bytes(card: ModelCard | Architecture, context_tokens, kv_fmt: str = "bf16
     return (kv_values * kv_format(kv_fmt).bytes_per_value + state_bytes(arch, kv_fmt, tp)) / pp
 
 
-def state_bytes_per_value(arch: Architecture, kv_fmt: str) -> float:
-    """Recurrent state precision: the card's mamba2.state_dtype (e.g. fp32), else the KV format."""
-    fmt = arch.mamba2.state_dtype if arch.mamba2 is not None and arch.mamba2.state_dtype else kv_fmt
+def state_bytes_per_value(arch: Architecture, kv_fmt: str, layer: Layer | None = None) -> float:
+    """Recurrent state precision: the `state_dtype` of the layer's recurrent section (e.g. mamba2 fp32), else the
+    KV format. Without a layer: the first recurrent section that sets one."""
+    sections = {"mamba2": arch.mamba2, "parallel": arch.mamba2, "mamba1": arch.mamba1, "deltanet": arch.deltanet}
+    if layer is not None:
+        candidates = [sections.get(layer.mixer)]
+    else:
+        candidates = [arch.mamba2, arch.mamba1, arch.deltanet]
+    fmt = next((s.state_dtype for s in candidates if s is not None and s.state_dtype), kv_fmt)
     return kv_format(fmt).bytes_per_value
 
 
 def state_bytes(card: ModelCard | Architecture, kv_fmt: str = "bf16", tp: int = 1) -> float:
-    """Constant recurrent state of one sequence (all Mamba-2 layers), independent of context; per GPU."""
+    """Constant recurrent state of one sequence (all Mamba / DeltaNet layers), independent of context; per GPU."""
     arch = _arch(card)
-    values = sum(layer_state_values(arch, lay) * tp_share(arch, lay, tp) for lay in resolve_layers(arch))
-    return values * state_bytes_per_value(arch, kv_fmt) if values else 0.0
+    return float(sum(layer_state_values(arch, lay) * state_tp_share(arch, lay, tp) * state_bytes_per_value(arch, kv_fmt, lay)
+                     for lay in resolve_layers(arch)))

@@ -8,18 +8,16 @@ context and framework), and on unified-memory parts what the OS and CPU keep.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from roofline.cards.formats import weight_format
 from roofline.cards.hardware import HardwareCard, default_key
 from roofline.cards.model import ModelCard
+from roofline.cards.schema import Num
 from roofline.sizing.kv import kv_bytes, kv_bytes_per_token
-from roofline.sizing.params import param_counts
+from roofline.sizing.params import mlp_activation_width, param_counts
 from roofline.sizing.precision import Formats
-
-Num = Any
 
 # Engine runtime per GPU beyond weights, KV and activations: CUDA context (~0.3-0.5 GB on Hopper) + cuBLAS/NCCL
 # workspaces, allocator slack and CUDA graphs (~1 GB). Engineering defaults, not datasheet figures: override with
@@ -90,11 +88,11 @@ def activation_bytes(card: ModelCard, fmts: Formats, dep: Deployment, concurrenc
     """Peak live activations of one step of `max_step_tokens`: residual + norm + QKV + FFN intermediates, and
     fp32 logits for the sequences sampled in that step."""
     arch = card.architecture
-    inner = arch.ffn.intermediate_size * 3 if arch.ffn else 0
+    inner = mlp_activation_width(arch.ffn.intermediate_size, arch.ffn.gated) if arch.ffn else 0
     if arch.moe:
         e = arch.moe
-        inner = max(inner, 3 * e.expert_intermediate_size * e.experts_per_token,
-                    3 * (e.shared_expert_intermediate_size or 0))
+        inner = max(inner, mlp_activation_width(e.expert_intermediate_size, e.gated) * e.experts_per_token,
+                    mlp_activation_width(e.shared_expert_intermediate_size or 0, e.gated))
     if arch.mamba2:
         m = arch.mamba2
         inner = max(inner, 2 * m.d_inner + 2 * m.n_groups * m.state_size + m.num_heads)

@@ -10,15 +10,35 @@ from collections import Counter
 
 from roofline.cards.formats import weight_format
 from roofline.cards.model import COMPONENTS, Architecture, ModelCard
-from roofline.sizing.layers import Layer, resolve_layers
+from roofline.sizing.layers import Layer, norms_in_layer, resolve_layers
+
+
+def qkv_widths(arch: Architecture, layer: Layer) -> tuple[int, int]:
+    """(query, projection output) widths of the fused QKV projection: queries, keys and values (K = V layers
+    project one of the two), and Qwen3-Next's output gate (a second q_out half of q_proj)."""
+    q_out = layer.num_heads * layer.head_dim
+    kv_out = layer.num_kv_heads * layer.head_dim * (1 if layer.k_eq_v else 2)
+    return q_out, q_out * (2 if arch.attention.output_gate else 1) + kv_out
+
+
+def qkv_params(arch: Architecture, layer: Layer) -> int:
+    """The fused QKV projection, [hidden, out], with biases on queries, keys and values where the card has them."""
+    q_out, out = qkv_widths(arch, layer)
+    biased = out - (q_out if arch.attention.output_gate else 0)
+    return arch.hidden_size * out + (biased if arch.attention.qkv_bias else 0)
+
+
+def mla_q_params(arch: Architecture) -> int:
+    """MLA's query path: Wq_a [hidden, q_lora] and Wq_b [q_lora, heads x (nope + rope)], or one Wq without LoRA."""
+    m, h, heads = arch.mla, arch.hidden_size, arch.attention.num_heads
+    qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
+    return (h * m.q_lora_rank + m.q_lora_rank * heads * qk_head) if m.q_lora_rank else h * heads * qk_head
 
 
 def _attention_params(arch: Architecture, layer: Layer) -> int:
     att, h = arch.attention, arch.hidden_size
-    q_out = layer.num_heads * layer.head_dim
-    kv_out = layer.num_kv_heads * layer.head_dim * (1 if layer.k_eq_v else 2)
-    n = h * (q_out + kv_out) + q_out * h  # Wq, Wk(, Wv), Wo: [hidden, out] each
-    n += (q_out + kv_out) if att.qkv_bias else 0
+    q_out, _ = qkv_widths(arch, layer)
+    n = qkv_params(arch, layer) + q_out * h  # QKV, Wo [q_out, hidden]
     n += h if att.o_bias else 0
     n += 2 * layer.head_dim if att.qk_norm else 0
     n += layer.num_heads if att.sinks else 0
@@ -27,14 +47,64 @@ def _attention_params(arch: Architecture, layer: Layer) -> int:
 
 def _mla_params(arch: Architecture) -> int:
     m, h, heads = arch.mla, arch.hidden_size, arch.attention.num_heads
-    qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
-    if m.q_lora_rank:
-        n = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * heads * qk_head  # Wq_a, q norm, Wq_b
-    else:
-        n = h * heads * qk_head
+    n = mla_q_params(arch) + (m.q_lora_rank or 0)  # the query path and its LoRA norm
     n += h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank  # Wkv_a (latent + shared rope key), kv norm
     n += m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)  # Wkv_b
+    if m.indexer:  # DSA lightning indexer (V3.2): wq_b [q_lora, n x d], wk [hidden, d], k LayerNorm, weights_proj
+        ix = m.indexer
+        n += (m.q_lora_rank or h) * ix.num_heads * ix.head_dim + h * ix.head_dim + 2 * ix.head_dim + h * ix.num_heads
     return n + heads * m.v_head_dim * h  # Wo
+
+
+def compressed_q_params(arch: Architecture, layer: Layer) -> int:
+    """DeepSeek-V4's query path: wq_a [q_lora, hidden], wq_b [heads x head_dim, q_lora]."""
+    c = arch.compressed
+    return arch.hidden_size * c.q_lora_rank + c.q_lora_rank * layer.num_heads * layer.head_dim
+
+
+def compressed_o_params(arch: Architecture, layer: Layer) -> int:
+    """DeepSeek-V4's grouped output: wo_a [o_groups x o_lora, heads x head_dim / o_groups], wo_b [h, o_groups x o_lora]."""
+    c, heads, hd = arch.compressed, layer.num_heads, layer.head_dim
+    return c.o_groups * c.o_lora_rank * (heads * hd // c.o_groups) + arch.hidden_size * c.o_groups * c.o_lora_rank
+
+
+def _compressed_params(arch: Architecture, layer: Layer) -> int:
+    """DeepSeek-V4 attention (tensor shapes of the DeepSeek-V4-Pro checkpoint, [out, in]):
+    wq_a [q_lora, h], q_norm, wq_b [heads x head_dim, q_lora]; wkv [head_dim, h] (one K=V head), kv_norm;
+    grouped output wo_a [o_groups x o_lora, heads x head_dim / o_groups], wo_b [h, o_groups x o_lora]; attn_sink [heads];
+    compressor wkv + wgate [w, h] with w = head_dim (HCA) or 2 x head_dim (CSA: overlapping groups), ape [ratio, w],
+    norm [head_dim]; CSA indexer: wq_b [n x d, q_lora], weights_proj [n, h], its own compressor (w = 2d) and norm [d]."""
+    c, h, heads, hd = arch.compressed, arch.hidden_size, layer.num_heads, layer.head_dim
+    n = compressed_q_params(arch, layer) + c.q_lora_rank  # wq_a, wq_b and q_norm
+    n += h * hd + hd
+    n += compressed_o_params(arch, layer) + heads
+    width = hd * (2 if layer.indexer else 1)
+    n += 2 * h * width + layer.compress_ratio * width + hd
+    if layer.indexer:
+        ix = c.indexer
+        n += c.q_lora_rank * ix.num_heads * ix.head_dim + h * ix.num_heads
+        n += 2 * h * 2 * ix.head_dim + layer.compress_ratio * 2 * ix.head_dim + ix.head_dim
+    return n
+
+
+def _deltanet_params(arch: Architecture) -> int:
+    """Gated DeltaNet (Qwen3-Next): in_proj_qkvz [h, 2 nk dk + 2 nv dv], in_proj_ba [h, 2 nv] (beta, decay gate),
+    depthwise conv [conv channels, kernel] (no bias), A_log + dt_bias [nv], gated RMSNorm [dv], out_proj [nv dv, h]."""
+    d, h = arch.deltanet, arch.hidden_size
+    kd, vd = d.num_key_heads * d.key_head_dim, d.num_value_heads * d.value_head_dim
+    n = h * (2 * kd + 2 * vd) + h * 2 * d.num_value_heads
+    n += d.conv_channels * d.conv_kernel + 2 * d.num_value_heads + d.value_head_dim
+    return n + vd * h
+
+
+def _mamba1_params(arch: Architecture) -> int:
+    """Mamba-1 (Jamba): in_proj [h, 2 d_inner], conv1d [d_inner, kernel] + bias, x_proj [d_inner, dt_rank + 2N],
+    dt_proj [dt_rank, d_inner] + bias, A_log [d_inner, N], D [d_inner], out_proj [d_inner, h] (+ dt/B/C norms)."""
+    m, h = arch.mamba1, arch.hidden_size
+    n = h * 2 * m.d_inner + m.d_inner * (m.conv_kernel + 1)
+    n += m.d_inner * (m.dt_rank + 2 * m.state_size) + m.dt_rank * m.d_inner + m.d_inner
+    n += m.d_inner * m.state_size + m.d_inner + m.d_inner * h
+    return n + ((m.dt_rank + 2 * m.state_size) if m.inner_norms else 0)
 
 
 def _mamba2_params(arch: Architecture) -> int:
@@ -44,6 +114,12 @@ def _mamba2_params(arch: Architecture) -> int:
     n += (d_in + 2 * gs) * (m.conv_kernel + 1)  # depthwise conv1d weight + bias
     n += 3 * m.num_heads + d_in  # A_log, D, dt_bias; gated RMSNorm
     return n + d_in * h  # out_proj
+
+
+def mlp_activation_width(inner: int, gated: bool) -> int:
+    """Values per token an MLP writes between its matmuls: gate and up outputs and their product (gated), or the up
+    output and its activation."""
+    return inner * (3 if gated else 2)
 
 
 def mlp_params(hidden: int, inner: int, gated: bool, bias: bool = False) -> int:
@@ -60,8 +136,14 @@ def _layer_params(arch: Architecture, layer: Layer) -> Counter:
         c["attention"] += _attention_params(arch, layer)
     elif layer.mixer == "mla":
         c["attention"] += _mla_params(arch)
-    elif layer.mixer == "mamba2":
+    elif layer.mixer == "compressed":
+        c["attention"] += _compressed_params(arch, layer)
+    if layer.has_mamba2:
         c["mamba"] += _mamba2_params(arch)
+    elif layer.mixer == "mamba1":  # recurrent mixers share the 'mamba' component (one weight format)
+        c["mamba"] += _mamba1_params(arch)
+    elif layer.mixer == "deltanet":
+        c["mamba"] += _deltanet_params(arch)
     if layer.ffn == "dense":
         f = arch.ffn
         c["ffn"] += mlp_params(h, f.intermediate_size, f.gated, f.bias)
@@ -75,8 +157,7 @@ def _layer_params(arch: Architecture, layer: Layer) -> Counter:
         if e.num_shared_experts:
             inner = e.shared_expert_intermediate_size or e.num_shared_experts * e.expert_intermediate_size
             c["shared_experts"] += mlp_params(h, inner, e.gated)
-    mixers = (layer.mixer != "none") + (layer.ffn != "none")
-    c["norms"] += h * (arch.norms_per_layer if mixers == 2 else 1)
+    c["norms"] += h * norms_in_layer(arch, layer)
     return c
 
 
