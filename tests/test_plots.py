@@ -6,7 +6,7 @@ from conftest import run_cli
 from roofline.cards.store import CardStore
 from roofline.perf.request import predict
 from roofline.perf.workload import make_workload
-from roofline.report.plots import _points
+from roofline.report.plots import roofline_points
 
 
 @pytest.mark.parametrize("args", [
@@ -35,7 +35,7 @@ def test_roofline_plot_points_are_predicts_steps(phase, gpus):
     store = CardStore()
     card, hw = store.model("llama-3.3-70b"), store.hardware("h100-sxm")
     wl = make_workload(prompt_tokens=2048, output_tokens=64, batch=4, quant="fp8", tp=gpus)
-    whole, ops = _points(card, hw, wl, phase)
+    whole, ops = roofline_points(card, hw, wl, phase)
     report = predict(card, hw, wl).phases[phase]
     assert whole["time_s"] == pytest.approx(report.time_s, rel=1e-9)
     assert whole["intensity"] == pytest.approx(report.arithmetic_intensity, rel=1e-9)

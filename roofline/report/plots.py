@@ -27,7 +27,7 @@ def _pyplot():
     return plt
 
 
-def _points(card: ModelCard, hw: HardwareCard, wl: Workload, phase: str) -> tuple[dict, list[dict]]:
+def roofline_points(card: ModelCard, hw: HardwareCard, wl: Workload, phase: str) -> tuple[dict, list[dict]]:
     """(the whole step, its largest ops) as {label, intensity FLOP/B, attained FLOP/s, time_s} at expected
     efficiency. The whole step is predict's own (decode: averaged over the request's contexts); the ops are one
     GPU's share in the phase's first step, collectives included."""
@@ -61,7 +61,7 @@ def plot_roofline(card: ModelCard, hw: HardwareCard, wl: Workload, path: Path) -
         ax.plot([ridge], [peak], "k.", ms=5)
         data["roofs"][dtype] = {"peak_flop_per_s": peak, "ridge_flop_per_byte": ridge}
     for phase in ("prefill", "decode"):
-        total, ops = _points(card, hw, wl, phase)
+        total, ops = roofline_points(card, hw, wl, phase)
         ax.plot(total["intensity"], total["attained"], marker="*", ms=16, color=COLORS[phase], ls="none",
                 label=f"{phase} step ({total['time_s'] * 1e3:,.1f} ms)")
         for p in ops:
