@@ -28,6 +28,15 @@ def test_wheel_contains_every_card(wheel):
     assert not any("torch" in n for n in names)
 
 
+def test_wheel_installs_only_the_roofline_package(wheel):
+    """One top-level name: the engine ships as roofline/engine (its checkout folder is engine/), never as `engine`."""
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names} == {"roofline", wheel.name.split("-py")[0] + ".dist-info"}
+    engine_files = {n.removeprefix("roofline/engine/") for n in names if n.startswith("roofline/engine/")}
+    checkout = {str(p.relative_to(REPO / "engine")) for p in (REPO / "engine").rglob("*.py")}
+    assert engine_files == checkout  # the real engine package, not the checkout's shim
+
+
 def test_installed_wheel_lists_cards_outside_the_checkout(wheel, tmp_path):
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
@@ -42,3 +51,7 @@ def test_installed_wheel_lists_cards_outside_the_checkout(wheel, tmp_path):
     where = subprocess.run([sys.executable, "-c", "import roofline; print(roofline.__file__)"], capture_output=True,
                            text=True, cwd=tmp_path, env=env).stdout
     assert where.startswith(str(site))
+    core = subprocess.run([sys.executable, "-c", "import sys, roofline.engine.core.scheduler as s; "
+                           "print(s.__file__, 'torch' in sys.modules)"], capture_output=True, text=True, cwd=tmp_path,
+                          env=env)
+    assert core.stdout.startswith(str(site / "roofline" / "engine" / "core")) and core.stdout.split()[-1] == "False"
