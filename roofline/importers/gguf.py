@@ -185,6 +185,8 @@ def config_from_gguf(header: GGUFHeader) -> tuple[dict, str]:
         "head_dim": head_dim, "intermediate_size": meta.int("feed_forward_length"),
         "vocab_size": _vocab_size(header, meta, tensors), "max_position_embeddings": meta.int("context_length"),
         "tie_word_embeddings": "output.weight" not in tensors, "num_nextn_predict_layers": nextn,
+        # biases are seen in the tensors: an output-projection bias means q/k/v/o biases (Qwen2 has q/k/v only)
+        "attention_bias": "blk.0.attn_output.bias" in tensors, "mlp_bias": "blk.0.ffn_up.bias" in tensors,
         **_rope_fields(meta, head_dim), **_sliding_fields(meta, layers),
     }
     if experts:

@@ -6,8 +6,9 @@ offset u64), padding to `general.alignment`, then the data. Type codes and block
 (llama.cpp's own Python tables). Every count and length is checked against the bytes left in the file before it is
 used, so a truncated or hostile header costs at most one pass over the file's header bytes and never allocates
 more than the values it keeps (per-layer arrays up to MAX_KEPT_ARRAY items; long lists such as the tokenizer's
-vocabulary are only counted). gguf.GGUFReader is not used: it trusts the counts it reads (an array claiming 2^60
-zero-byte items loops without end) and builds one numpy view per tokenizer string.
+vocabulary are only counted). gguf.GGUFReader is not used: it trusts the counts it reads (a 40-byte file whose array
+claims 2^60 items keeps it looping: reads past the end return empty views) and builds one numpy view per
+tokenizer string.
 """
 
 from __future__ import annotations
