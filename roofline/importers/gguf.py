@@ -167,7 +167,7 @@ def config_from_gguf(header: GGUFHeader) -> tuple[dict, str]:
         raise CardError(header.path, "", "GGUF metadata 'general.architecture' is missing")
     model_type = ARCH_MODEL_TYPES.get(arch)
     if model_type is None:
-        raise RooflineError(f"{header.path}: GGUF architecture '{arch}' is not supported; supported: "
+        raise RooflineError(f"{header.path}: GGUF architecture {arch!r} is not supported; supported: "
                             f"{', '.join(ARCH_MODEL_TYPES)}; write a card by hand (see README)")
     meta = _Meta(header, arch)
     tensors = {t.name: t for t in header.tensors}

@@ -116,36 +116,36 @@ def _value_type(cur: _Cursor, raw: int, key: str) -> GGUFValueType:
     try:
         return GGUFValueType(raw)
     except ValueError:
-        raise cur.fail(f"metadata '{key}' has unknown value type {raw}") from None
+        raise cur.fail(f"metadata {key!r} has unknown value type {raw}") from None
 
 
 def _array(cur: _Cursor, key: str) -> Any:
-    item = _value_type(cur, cur.unpack("<I", f"metadata '{key}' item type"), key)
-    count = cur.unpack("<Q", f"metadata '{key}' length")
+    item = _value_type(cur, cur.unpack("<I", f"metadata {key!r} item type"), key)
+    count = cur.unpack("<Q", f"metadata {key!r} length")
     if count > MAX_ARRAY_ITEMS:
-        raise cur.fail(f"metadata '{key}' claims {count:,} items (limit {MAX_ARRAY_ITEMS:,})")
+        raise cur.fail(f"metadata {key!r} claims {count:,} items (limit {MAX_ARRAY_ITEMS:,})")
     if item == GGUFValueType.ARRAY:
-        raise cur.fail(f"metadata '{key}' is an array of arrays, which llama.cpp does not read either")
+        raise cur.fail(f"metadata {key!r} is an array of arrays, which llama.cpp does not read either")
     if item == GGUFValueType.STRING:
         if count * 8 > cur.left:  # every string has at least its u64 length
-            raise cur.fail(f"metadata '{key}' claims {count:,} strings but only {cur.left:,} bytes are left")
-        kept = [cur.string(f"metadata '{key}' item", MAX_KEPT_STRING_BYTES) for _ in range(count)]
+            raise cur.fail(f"metadata {key!r} claims {count:,} strings but only {cur.left:,} bytes are left")
+        kept = [cur.string(f"metadata {key!r} item", MAX_KEPT_STRING_BYTES) for _ in range(count)]
         return kept if count <= MAX_KEPT_ARRAY else ArrayCount(item.name, count)
     fmt = _SCALARS[item]
     size = struct.calcsize(fmt)
-    start = cur.take(count * size, f"metadata '{key}' ({count:,} x {item.name})")
+    start = cur.take(count * size, f"metadata {key!r} ({count:,} x {item.name})")
     if count > MAX_KEPT_ARRAY:
         return ArrayCount(item.name, count)
     return list(struct.unpack_from(f"<{count}{fmt[1]}", cur.buf, start))
 
 
 def _value(cur: _Cursor, key: str) -> Any:
-    vtype = _value_type(cur, cur.unpack("<I", f"metadata '{key}' type"), key)
+    vtype = _value_type(cur, cur.unpack("<I", f"metadata {key!r} type"), key)
     if vtype == GGUFValueType.STRING:
-        return cur.string(f"metadata '{key}'", MAX_KEPT_STRING_BYTES)
+        return cur.string(f"metadata {key!r}", MAX_KEPT_STRING_BYTES)
     if vtype == GGUFValueType.ARRAY:
         return _array(cur, key)
-    return cur.unpack(_SCALARS[vtype], f"metadata '{key}'")
+    return cur.unpack(_SCALARS[vtype], f"metadata {key!r}")
 
 
 def _metadata(cur: _Cursor, count: int) -> dict[str, Any]:
@@ -155,7 +155,7 @@ def _metadata(cur: _Cursor, count: int) -> dict[str, Any]:
         if key is None:
             raise cur.fail(f"metadata key #{i} is longer than {MAX_KEY_BYTES} bytes")
         if key in out:
-            raise cur.fail(f"metadata key '{key}' appears twice")
+            raise cur.fail(f"metadata key {key!r} appears twice")
         out[key] = _value(cur, key)
     return out
 
@@ -166,7 +166,7 @@ def _ggml_type(cur: _Cursor, raw: int, name: str) -> tuple[str, int, int]:
         qtype = GGMLQuantizationType(raw)
         block, block_bytes = GGML_QUANT_SIZES[qtype]
     except (ValueError, KeyError):
-        raise cur.fail(f"tensor '{name}' has unknown ggml type {raw} (a newer llama.cpp format? "
+        raise cur.fail(f"tensor {name!r} has unknown ggml type {raw} (a newer llama.cpp format? "
                        "upgrade the gguf package)") from None
     return qtype.name, block, block_bytes
 
@@ -176,20 +176,20 @@ def _tensor_info(cur: _Cursor, i: int, alignment: int) -> tuple[TensorInfo, int]
     name = cur.string(f"tensor #{i} name", MAX_NAME_BYTES)
     if name is None:
         raise cur.fail(f"tensor #{i} name is longer than {MAX_NAME_BYTES} bytes")
-    n_dims = cur.unpack("<I", f"tensor '{name}' n_dims")
+    n_dims = cur.unpack("<I", f"tensor {name!r} n_dims")
     if not 1 <= n_dims <= MAX_DIMS:
-        raise cur.fail(f"tensor '{name}' has {n_dims} dimensions (ggml allows 1 to {MAX_DIMS})")
-    shape = tuple(cur.unpack("<Q", f"tensor '{name}' dims") for _ in range(n_dims))
-    type_name, block, block_bytes = _ggml_type(cur, cur.unpack("<I", f"tensor '{name}' type"), name)
-    offset = cur.unpack("<Q", f"tensor '{name}' offset")
+        raise cur.fail(f"tensor {name!r} has {n_dims} dimensions (ggml allows 1 to {MAX_DIMS})")
+    shape = tuple(cur.unpack("<Q", f"tensor {name!r} dims") for _ in range(n_dims))
+    type_name, block, block_bytes = _ggml_type(cur, cur.unpack("<I", f"tensor {name!r} type"), name)
+    offset = cur.unpack("<Q", f"tensor {name!r} offset")
     n_elements = 1
     for dim in shape:
         n_elements *= dim
     if shape[0] % block:
-        raise cur.fail(f"tensor '{name}' row of {shape[0]} values is not a whole number of {type_name} blocks of "
+        raise cur.fail(f"tensor {name!r} row of {shape[0]} values is not a whole number of {type_name} blocks of "
                        f"{block}")
     if offset % alignment:
-        raise cur.fail(f"tensor '{name}' offset {offset} is not a multiple of the alignment {alignment}")
+        raise cur.fail(f"tensor {name!r} offset {offset} is not a multiple of the alignment {alignment}")
     info = TensorInfo(name, type_name, shape, n_elements, n_elements // block * block_bytes)
     return info, offset
 
@@ -227,10 +227,10 @@ def _parse(buf, path: Path) -> GGUFHeader:
     names: set[str] = set()
     for info, offset in infos:
         if info.name in names:
-            raise cur.fail(f"tensor '{info.name}' appears twice")
+            raise cur.fail(f"tensor {info.name!r} appears twice")
         names.add(info.name)
         if data_offset + offset + info.n_bytes > cur.end:
-            raise cur.fail(f"tensor '{info.name}' ({info.n_bytes:,} bytes at {data_offset + offset:,}) ends past "
+            raise cur.fail(f"tensor {info.name!r} ({info.n_bytes:,} bytes at {data_offset + offset:,}) ends past "
                            f"the end of the file ({cur.end:,} bytes; truncated download?)")
     return GGUFHeader(path, version, metadata, tuple(i for i, _ in infos), data_offset, cur.end)
 

@@ -81,24 +81,24 @@ def _tensor(path: Path, name: str, entry: object, data_bytes: int) -> Tensor:
     """One header entry, checked: a known dtype, a shape of sane integers, offsets that fit the data and match
     the dtype and shape."""
     if not isinstance(entry, dict):
-        raise _fail(path, f"tensor '{name}' is not a JSON object")
+        raise _fail(path, f"tensor {name!r} is not a JSON object")
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if dtype not in DTYPE_BITS:
-        raise _fail(path, f"tensor '{name}' has unknown dtype {dtype!r}")
+        raise _fail(path, f"tensor {name!r} has unknown dtype {dtype!r}")
     ints = (lambda xs: isinstance(xs, list) and all(type(x) is int and 0 <= x for x in xs))
     if not ints(shape) or len(shape) > 8 or any(x >= MAX_DIMENSION for x in shape):
-        raise _fail(path, f"tensor '{name}' shape {shape!r} is not a list of sizes")
+        raise _fail(path, f"tensor {name!r} shape {shape!r} is not a list of sizes")
     if not ints(offsets) or len(offsets) != 2 or offsets[0] > offsets[1]:
-        raise _fail(path, f"tensor '{name}' data_offsets {offsets!r} is not [begin, end]")
+        raise _fail(path, f"tensor {name!r} data_offsets {offsets!r} is not [begin, end]")
     if offsets[1] > data_bytes:
-        raise _fail(path, f"tensor '{name}' ends at byte {offsets[1]:,} of the data but the file holds "
+        raise _fail(path, f"tensor {name!r} ends at byte {offsets[1]:,} of the data but the file holds "
                     f"{data_bytes:,} (truncated download?)")
     n_values = 1
     for x in shape:
         n_values *= x
     n_bytes = offsets[1] - offsets[0]
     if n_values * DTYPE_BITS[dtype] != n_bytes * 8:
-        raise _fail(path, f"tensor '{name}' is {n_bytes:,} bytes but {dtype} x {shape} needs "
+        raise _fail(path, f"tensor {name!r} is {n_bytes:,} bytes but {dtype} x {shape} needs "
                     f"{n_values * DTYPE_BITS[dtype] / 8:,.0f}")
     return Tensor(name, dtype, tuple(shape), n_bytes)
 
