@@ -61,6 +61,23 @@ WEIGHT_FORMATS: tuple[Format, ...] = (
            "NVIDIA NVFP4: block 16, E4M3 scale + FP32 per tensor (4 + 8/16)", ("fp4", "fp8", "bf16", "fp16", "fp32"), ("fp4",)),
 )
 
+
+# One GGUF tensor type each (a Q4_K_M file is Q4_K and Q6_K tensors): (name, weights per block, bytes per block),
+# the block structs of llama.cpp ggml/src/ggml-common.h (block_q4_K: 2 fp16 + 12 B scales + 128 B nibbles = 144 B).
+# GGUF imports carry exact bytes per tensor; these names give each component its format and math dtype.
+_GGML_BLOCKS = (
+    ("q4_1", 32, 20), ("q5_0", 32, 22), ("q5_1", 32, 24), ("q2_k", 256, 84), ("q3_k", 256, 110),
+    ("q4_k", 256, 144), ("q5_k", 256, 176), ("iq2_xxs", 256, 66), ("iq2_xs", 256, 74), ("iq2_s", 256, 82),
+    ("iq3_xxs", 256, 98), ("iq3_s", 256, 110), ("iq1_s", 256, 50), ("iq1_m", 256, 56), ("iq4_nl", 32, 18),
+    ("iq4_xs", 256, 136), ("tq1_0", 256, 54), ("tq2_0", 256, 66),
+)
+WEIGHT_FORMATS += tuple(
+    Format(name, 8.0 * block_bytes / block, f"GGUF block of {block}: {block_bytes} B",
+           f"llama.cpp ggml/src/ggml-common.h block_{name.replace('_k', '_K')} ({block_bytes}*8/{block})",
+           ("int8", "fp16", "fp32"), quantizes_embeddings=True)
+    for name, block, block_bytes in _GGML_BLOCKS
+)
+
 KV_FORMATS: tuple[Format, ...] = (
     Format("fp32", 32.0, "float32", "IEEE 754", aliases=("f32",)),
     Format("bf16", 16.0, "bfloat16 (vLLM/TensorRT-LLM default for bf16 models)", "vLLM kv_cache_dtype 'auto' = the model dtype", aliases=("bfloat16",)),

@@ -266,6 +266,9 @@ class ModelCard(Strict):
     architecture: Architecture
     # native/default weight format per component; 'default' applies to the rest (e.g. gpt-oss experts: mxfp4)
     weights: dict[str, str] = {"default": "bf16"}
+    # exact bytes per component in the file the card was imported from (GGUF tensor types, safetensors dtypes,
+    # block scales included); used wherever a component keeps its native format (sizing/params.weight_bytes)
+    stored_weight_bytes: dict[str, int] | None = None
     notes: str = ""
 
     @field_validator("name")
@@ -287,6 +290,16 @@ class ModelCard(Strict):
                 raise ValueError(str(err)) from None
         if "default" not in v:
             raise ValueError("weights needs a 'default' format")
+        return v
+
+    @field_validator("stored_weight_bytes")
+    @classmethod
+    def _known_components(cls, v: dict[str, int] | None) -> dict[str, int] | None:
+        for component, n in (v or {}).items():
+            if component not in COMPONENTS:
+                raise ValueError(f"unknown component '{component}'; use one of {', '.join(COMPONENTS)}")
+            if n < 0:
+                raise ValueError(f"'{component}' bytes must be >= 0, got {n}")
         return v
 
     @property

@@ -67,11 +67,13 @@ def validate_card(schema: type[Card], data: dict, path: object) -> Card:
 
 
 ModelLoader = Callable[[Path], ModelCard]
+DIRECTORY = "/"  # the model_loaders key of the reader of a folder (a safetensors checkpoint)
 
 
 def load_card(schema: type[Card], path: Path, model_loaders: dict[str, ModelLoader] | None = None) -> Card:
     """A card from a YAML file, or a model from a file an importer reads (config.json, ...) by its suffix."""
-    loader = (model_loaders or {}).get(path.suffix.lower()) if schema is ModelCard else None
+    key = DIRECTORY if path.is_dir() else path.suffix.lower()
+    loader = (model_loaders or {}).get(key) if schema is ModelCard else None
     if loader is not None:
         return loader(path)
     return validate_card(schema, read_yaml(path), path)
@@ -131,6 +133,8 @@ class CardStore:
             raise RooflineError(f"no {what} given; pass a name (see `roofline {'hw' if kind == 'hardware' else 'models'} list`)")
         as_path = Path(name).expanduser()
         if as_path.suffix in (".yaml", ".yml", *self.model_loaders) or os.sep in name and as_path.exists():
+            if as_path.is_dir() and kind == "models" and DIRECTORY in self.model_loaders:
+                return self.model_loaders[DIRECTORY](as_path)
             if not as_path.is_file():
                 raise CardError(as_path, "", "no such file")
             return load_card(KINDS[kind], as_path, self.model_loaders)

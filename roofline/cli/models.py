@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,7 +13,7 @@ from roofline.cards.model import ModelCard
 from roofline.cards.store import card_to_yaml, user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, billions, gb, store
 from roofline.cli.output import Column, emit, table
-from roofline.errors import CardError, RooflineError
+from roofline.errors import RooflineError
 from roofline.sizing.kv import kv_bytes, kv_bytes_per_token
 from roofline.sizing.layers import layer_summary, resolve_layers
 from roofline.sizing.params import (
@@ -67,7 +68,7 @@ def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
 
 
 @app.command("show", help="One model card: shapes, parameters per component, weight and KV bytes.")
-def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to a YAML card or config.json.")],
+def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to a YAML card, config.json, .gguf file or checkpoint folder.")],
          as_json: JsonOpt = False, cards: CardsOpt = None):
     st = store(cards)
     card = st.model(name)
@@ -112,24 +113,20 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to 
     emit(data, as_json, render)
 
 
-@app.command("import", help="Convert a transformers config.json into a card in the user card directory.")
-def import_(path: Annotated[Path, typer.Argument(help="A transformers config.json.")],
-            name: Annotated[Optional[str], typer.Option("--name", help="Card name (default: from the config).")] = None,
+@app.command("import", help="Turn a config.json, a GGUF file or a safetensors checkpoint folder (a Hugging Face cache "
+                              "folder too) into a card in the user card directory.")
+def import_(path: Annotated[Path, typer.Argument(help="A config.json, a .gguf file or a safetensors checkpoint folder.")],
+            name: Annotated[Optional[str], typer.Option("--name", help="Card name (default: from the file).")] = None,
             force: Annotated[bool, typer.Option("--force", help="Overwrite an existing card of that name.")] = False,
             out_dir: Annotated[Optional[Path], typer.Option("--to", help="Card directory (default: $ROOFLINE_HOME).")] = None,
             as_json: JsonOpt = False):
-    from roofline.importers.config_json import card_from_config
+    from roofline.importers import import_model
+    from roofline.importers.checkpoint import card_path, check_card_name
 
-    try:
-        config = json.loads(path.read_text())
-    except OSError as err:
-        raise CardError(path, "", f"cannot read file ({err.strerror})") from None
-    except json.JSONDecodeError as err:
-        raise CardError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from None
-    if not isinstance(config, dict):
-        raise CardError(path, "", "a config.json must be a JSON object")
-    card = card_from_config(config, name=name, source=str(path))
-    target = (out_dir or user_dir()) / "models" / f"{card.name}.yaml"
+    if name is not None:
+        check_card_name(name)
+    card = import_model(path, name=name)
+    target = card_path(out_dir or user_dir(), card.name)
     if target.exists() and not force:
         raise RooflineError(f"card '{card.name}' already exists at {target}; pass --force to overwrite or --name NEW")
     _write_atomic(target, card_to_yaml(card))
@@ -137,13 +134,22 @@ def import_(path: Annotated[Path, typer.Argument(help="A transformers config.jso
 
     def render():
         yield f"wrote [bold]{target}[/bold]: {billions(data['total_params'])} params " \
-              f"({billions(data['active_params'])} active), {data['layers']}"
+              f"({billions(data['active_params'])} active), {data['layers']}, {gb(data['weights_bytes'], 2)} GB of weights"
 
     emit(data, as_json, render)
 
 
 def _write_atomic(target: Path, text: str) -> None:
+    """Write to a temporary file created exclusively beside the target, then rename it over the target."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".yaml.tmp")
-    tmp.write_text(text)
-    tmp.replace(target)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a card is as readable as any file the user writes
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -155,10 +155,23 @@ def card_from_config(config: dict, name: str | None = None, source: str = "confi
     return _validated(ModelCard, card, source)
 
 
-def card_from_config_file(path: Path) -> ModelCard:
-    """A ModelCard from a config.json file given by path."""
+def read_config_file(path: Path) -> dict:
+    """A config.json as a dict; one line when it cannot be read."""
     try:
         config = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CardError(path, "", f"not a readable config.json ({err})") from None
-    return card_from_config(config, name=None, source=str(path))
+    except OSError as err:
+        raise CardError(path, "", f"cannot read file ({err.strerror})") from None
+    except UnicodeDecodeError:
+        raise CardError(path, "", "not a readable config.json (not UTF-8)") from None
+    except json.JSONDecodeError as err:
+        raise CardError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise CardError(path, "", "not a readable config.json (nested too deeply)") from None
+    if not isinstance(config, dict):
+        raise CardError(path, "", "a config.json must be a JSON object")
+    return config
+
+
+def card_from_config_file(path: Path, name: str | None = None) -> ModelCard:
+    """A ModelCard from a config.json file given by path."""
+    return card_from_config(read_config_file(path), name=name, source=str(path))

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.cards.formats import weight_format
 from roofline.cards.hardware import HardwareCard, default_key
 from roofline.cards.model import ModelCard
 from roofline.cards.schema import Num
@@ -80,7 +79,7 @@ def resident_weight_bytes(card: ModelCard, fmts: Formats, tp: int = 1, pp: int =
     out = {}
     for component, n in param_counts(card).items():
         split = pp * (1 if component in ("norms", "router") else tp)
-        out[component] = n * weight_format(fmts.component_format(component)).bytes_per_value / split
+        out[component] = n * fmts.wbytes(component) / split
     return out
 
 

@@ -258,7 +258,31 @@ def component_format(card: ModelCard, component: str, quant: str | None = None) 
     return spec["default"]
 
 
+def _stored(card: ModelCard, component: str, quant: str | None) -> int | None:
+    """The imported file's exact bytes for a component that keeps its native format under `quant`, else None."""
+    stored = card.stored_weight_bytes
+    if not stored or component not in stored:
+        return None
+    native = card.weights.get(component, card.weights["default"])
+    return stored[component] if component_format(card, component, quant) == native else None
+
+
+def bytes_per_param(card: ModelCard, component: str, quant: str | None = None) -> float:
+    """Stored bytes per parameter of one component: the imported file's exact bytes over the derived parameter
+    count where the card has them (a Q4_K_M file's attention is Q4_K with a Q6_K attn_v), else the format's bits."""
+    stored = _stored(card, component, quant)
+    if stored is not None:
+        n = param_counts(card).get(component, 0)
+        if n:
+            return stored / n
+    return weight_format(component_format(card, component, quant)).bytes_per_value
+
+
 def weight_bytes(card: ModelCard, quant: str | None = None) -> dict[str, float]:
-    """Resident bytes per component at each component's format (tied embeddings stored once)."""
-    return {c: n * weight_format(component_format(card, c, quant)).bytes_per_value
-            for c, n in param_counts(card).items()}
+    """Resident bytes per component at each component's format (tied embeddings stored once); an imported
+    file's exact bytes for components left at their native format."""
+    out = {}
+    for c, n in param_counts(card).items():
+        stored = _stored(card, c, quant)
+        out[c] = stored if stored is not None else n * weight_format(component_format(card, c, quant)).bytes_per_value
+    return out

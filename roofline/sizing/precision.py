@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from roofline.cards.formats import kv_format, math_dtype, weight_format
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
-from roofline.sizing.params import component_format
+from roofline.sizing.params import bytes_per_param, component_format
 
 
 @dataclass(frozen=True)
@@ -20,13 +20,17 @@ class Formats:
     kv_quant: str
 
     def wbytes(self, component: str) -> float:
-        return weight_format(self.component_format(component)).bytes_per_value
+        """Stored bytes per parameter (an imported file's exact bytes where the card has them)."""
+        return bytes_per_param(self.card, component, self._quant)
 
-    def component_format(self, component: str) -> str:
+    @property
+    def _quant(self) -> str | None:
         """A bare --quant naming one of the card's own formats means the checkpoint as shipped (gpt-oss 'mxfp4':
         MXFP4 experts, bf16 rest); 'default=FORMAT' forces it everywhere."""
-        native = set(self.card.weights.values())
-        return component_format(self.card, component, None if self.quant in native else self.quant)
+        return None if self.quant in set(self.card.weights.values()) else self.quant
+
+    def component_format(self, component: str) -> str:
+        return component_format(self.card, component, self._quant)
 
     def dtype(self, component: str) -> str:
         return math_dtype(weight_format(self.component_format(component)), self.hw.supported_dtypes)
