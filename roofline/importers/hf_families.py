@@ -14,6 +14,7 @@ from roofline.importers.hf_parts import (
     _every_layer_sliding,
     _ffn,
     _gemma_sliding,
+    BAMBA_MAMBA_KEYS,
     _mamba2,
     _mla,
     _moe,
@@ -305,7 +306,7 @@ def _granite_moe_hybrid(c: _Fields, notes: list[str]) -> dict:
     rope = _rope(c, 10000.0) if c.str("position_embedding_type", default="nope") == "rope" else None
     return _decoder(c, mixers=mixers, ffns=["moe" if experts else "dense"] * n,
                     attention=_attention(c) if "full" in mixers else None, ffn=ffn, moe=moe,
-                    mamba2=_mamba2(c) if "mamba2" in mixers else None, rope=rope)
+                    mamba2=_mamba2(c, BAMBA_MAMBA_KEYS) if "mamba2" in mixers else None, rope=rope)
 
 
 def _falcon_h1_mamba(c: _Fields) -> dict:
@@ -317,7 +318,7 @@ def _falcon_h1_mamba(c: _Fields) -> dict:
     head_dim = width // heads if raw_head == "auto" else c.int("mamba_d_head")
     if head_dim * heads != width:
         raise c.error("mamba_d_head", f"({head_dim}) x mamba_n_heads ({heads}) must equal mamba_d_ssm ({width})")
-    return _mamba2(c, head_dim=head_dim, gated_norm=c.bool("mamba_rms_norm", False))
+    return _mamba2(c, BAMBA_MAMBA_KEYS, head_dim=head_dim, gated_norm=c.bool("mamba_rms_norm", False))
 
 
 def _falcon_h1(c: _Fields, notes: list[str]) -> dict:

@@ -188,13 +188,18 @@ def _mla(c: _Fields) -> dict:
     }
 
 
-def _mamba2(c: _Fields, head_dim: int | None = None, gated_norm: bool = True) -> dict:
-    """Mamba-2 from Nemotron-H names (ssm_state_size, mamba_num_heads, mamba_head_dim) or the Bamba-style names
-    Granite-4.0-H and Falcon-H1 use (mamba_d_state, mamba_n_heads, mamba_d_head)."""
+# config names of (state size, heads, head_dim): Nemotron-H's, and the Bamba-style ones of Granite-4.0-H and Falcon-H1
+NEMOTRON_MAMBA_KEYS = ("ssm_state_size", "mamba_num_heads", "mamba_head_dim")
+BAMBA_MAMBA_KEYS = ("mamba_d_state", "mamba_n_heads", "mamba_d_head")
+
+
+def _mamba2(c: _Fields, keys: tuple[str, str, str] = NEMOTRON_MAMBA_KEYS, head_dim: int | None = None,
+            gated_norm: bool = True) -> dict:
+    state_key, heads_key, head_dim_key = keys
     return {
-        "state_size": c.int("ssm_state_size", "mamba_d_state"),
-        "num_heads": c.int("mamba_num_heads", "mamba_n_heads"),
-        "head_dim": head_dim if head_dim is not None else c.int("mamba_head_dim", "mamba_d_head"),
+        "state_size": c.int(state_key),
+        "num_heads": c.int(heads_key),
+        "head_dim": head_dim if head_dim is not None else c.int(head_dim_key),
         "n_groups": c.int("n_groups", "mamba_n_groups", default=1),
         "conv_kernel": c.int("conv_kernel", "mamba_d_conv", default=4),
         "expand": c.int("expand", "mamba_expand", default=2),
