@@ -164,7 +164,7 @@ def test_nemotron_hybrid_pattern():
     assert (pattern.count("M"), pattern.count("E"), pattern.count("*")) == (23, 23, 6)
     assert [i for i, x in enumerate(pattern) if x == "*"] == [5, 12, 19, 26, 33, 42]
     assert arch.mamba2.model_dump() == {"state_size": 128, "num_heads": 64, "head_dim": 64, "n_groups": 8,
-                                        "conv_kernel": 4, "expand": 2, "chunk_size": 128, "state_dtype": "fp32"}
+                                        "conv_kernel": 4, "expand": 2, "chunk_size": 128, "state_dtype": "fp32", "gated_norm": True}
     moe = arch.moe
     assert (moe.num_experts, moe.experts_per_token, moe.num_shared_experts) == (128, 6, 1)
     assert (moe.expert_intermediate_size, moe.shared_expert_intermediate_size) == (1856, 3712)
@@ -364,7 +364,13 @@ BUNDLED = [("llama-3.1-8b", "llama-3.1-8b"), ("mistral-7b-v0.1", "mistral-7b"), 
            ("nemotron-3-nano-30b-a3b", "nemotron-3-nano"), ("kimi-k2-instruct", "kimi-k2"), ("glm-4.5", "glm-4.5"),
            ("glm-4.5-air", "glm-4.5-air"), ("qwen3-coder-480b-a35b-instruct", "qwen3-coder-480b-a35b"),
            ("mistral-small-24b-instruct-2501", "mistral-small-3-24b"), ("phi-4", "phi-4"), ("gemma-3-1b-it", "gemma-3-1b"),
-           ("gemma-3-12b-it", "gemma-3-12b"), ("olmo-2-1124-13b", "olmo-2-13b")]
+           ("gemma-3-12b-it", "gemma-3-12b"), ("olmo-2-1124-13b", "olmo-2-13b"),
+           # fixtures carry the config.json fields the bundled cards cite in source.shapes_from (same provenance and
+           # the same [U] marks: Granite's attention positions, Jamba's and Llama 4's transcribed values)
+           ("falcon-h1-34b-base", "falcon-h1-34b"), ("deepseek-v3.2-exp", "deepseek-v3.2"),
+           ("llama-4-scout-17b-16e-instruct", "llama-4-scout"),
+           ("llama-4-maverick-17b-128e-instruct", "llama-4-maverick"), ("ai21-jamba-1.5-mini", "jamba-1.5-mini"),
+           ("granite-4.0-h-small", "granite-4.0-h-small")]
 
 
 @pytest.mark.parametrize("stem,card_name", BUNDLED, ids=[b[0] for b in BUNDLED])
@@ -376,6 +382,7 @@ def test_import_agrees_with_bundled_card(stem, card_name):
     assert kv_bytes_per_token(ours) == kv_bytes_per_token(theirs)
     assert kv_bytes(ours, 32768) == kv_bytes(theirs, 32768)  # windows and Mamba state too
     assert letters(ours) == letters(theirs)
+    assert resolve_layers(ours.architecture) == resolve_layers(theirs.architecture)  # letters mean the same layers
 
 
 def test_kimi_k2_reads_as_deepseek_v3_with_its_own_family():

@@ -15,7 +15,7 @@ from roofline.sizing import kv, params
 from roofline.sizing.memory import Deployment, memory_budget
 
 NEW_CARDS = ["deepseek-v4", "deepseek-v3.2", "qwen3-next-80b-a3b", "llama-4-scout", "llama-4-maverick",
-             "jamba-1.5-mini", "granite-4.0-h-small"]
+             "jamba-1.5-mini", "granite-4.0-h-small", "falcon-h1-34b"]
 
 CHUNKED = card("tiny-chunked", attention={"num_heads": 4, "num_kv_heads": 2, "head_dim": 16, "attention_chunk_size": 8},
                layer_types={"C": {"mixer": "chunked"}}, layer_pattern="CCCA")
@@ -54,6 +54,14 @@ def test_parallel_hybrid_keeps_kv_and_state_on_every_layer():
     assert counts["attention"] > 0 and counts["mamba"] > 0
 
 
+def test_mamba2_gated_norm_is_one_d_inner_weight_per_layer():
+    plain = card("tiny-parallel-nonorm", mamba2={**PARALLEL.architecture.mamba2.model_dump(), "gated_norm": False},
+                 layer_types={"P": {"mixer": "parallel"}}, layer_pattern="PPPP")
+    d_inner = 4 * 16
+    assert params.param_counts(PARALLEL)["mamba"] - params.param_counts(plain)["mamba"] == 4 * d_inner
+    assert kv.kv_bytes(plain, 50, "bf16") == kv.kv_bytes(PARALLEL, 50, "bf16")  # weights only, not state
+
+
 @pytest.mark.parametrize("tiny", TINY_NEW, ids=lambda c: c.name)
 def test_op_graph_charges_the_new_mixers(tiny):
     hw = CardStore().hardware("h100-sxm")
@@ -75,14 +83,16 @@ def test_chunked_attention_reads_no_more_than_the_chunk():
 
 @pytest.mark.parametrize("name", NEW_CARDS)
 def test_predict_and_fits_run_on_every_new_card(name):
-    pred = predict(name, "h200", prompt_tokens=4096, output_tokens=64, tp=8)
-    assert pred.ttft_s > 0 and pred.itl_s > 0
     st = CardStore()
-    budget = memory_budget(st.model(name), st.hardware("h200"), None, "bf16", 32768, dep=Deployment(tp=8))
+    heads = st.model(name).architecture.attention.num_heads
+    tp = next(t for t in (8, 4, 2, 1) if heads % t == 0)  # Falcon-H1-34B's 20 heads split over 4 GPUs, not 8
+    pred = predict(name, "h200", prompt_tokens=4096, output_tokens=64, tp=tp)
+    assert pred.ttft_s > 0 and pred.itl_s > 0
+    budget = memory_budget(st.model(name), st.hardware("h200"), None, "bf16", 32768, dep=Deployment(tp=tp))
     assert budget.kv_bytes > 0 and budget.weights_bytes > 0
 
 
-@pytest.mark.parametrize("tiny", TINY_NEW + ["deepseek-v4", "deepseek-v3.2"],
+@pytest.mark.parametrize("tiny", TINY_NEW + ["deepseek-v4", "deepseek-v3.2", "falcon-h1-34b"],
                          ids=lambda c: c if isinstance(c, str) else c.name)
 def test_engine_refuses_mixers_it_does_not_run(tiny):
     torch = pytest.importorskip("torch")  # noqa: F841
@@ -92,3 +102,12 @@ def test_engine_refuses_mixers_it_does_not_run(tiny):
     with pytest.raises(EngineError) as err:
         Transformer(model_card)
     assert "\n" not in str(err.value)
+
+
+def test_engine_refuses_mamba2_without_its_gated_norm():
+    pytest.importorskip("torch")
+    from roofline.engine.model.transformer import EngineError, Transformer
+
+    mamba = {"state_size": 8, "num_heads": 4, "head_dim": 16, "n_groups": 1, "conv_kernel": 4, "gated_norm": False}
+    with pytest.raises(EngineError, match="gated RMSNorm"):
+        Transformer(card("tiny-mamba2-nonorm", mamba2=mamba, layer_pattern="MAMA"))

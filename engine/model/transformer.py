@@ -81,6 +81,9 @@ class Transformer(nn.Module):
         if unsupported:
             raise EngineError(f"{card.name} uses {', '.join(unsupported)} layers, which the engine does not run; "
                               f"predict it with `roofline predict`, or run a card with {', '.join(sorted(ENGINE_MIXERS))} layers")
+        if arch.mamba2 is not None and not arch.mamba2.gated_norm:
+            raise EngineError(f"{card.name} uses Mamba-2 without its gated RMSNorm, which the engine does not run; "
+                              f"predict it with `roofline predict`")
         rotary: dict = {}
         self.embed = nn.Embedding(arch.vocab_size, arch.hidden_size)
         self.blocks = nn.ModuleList(Block(card, lay, rotary) for lay in self.layers_spec)

@@ -134,7 +134,8 @@ class Mamba2(Strict):
     expand: int = 2
     chunk_size: int = 256
     state_dtype: str | None = None  # e.g. fp32 ('mamba_ssm_cache_dtype'); None = the KV-cache format
-
+    # gated RMSNorm [d_inner] before out_proj; Falcon-H1 configs with 'mamba_rms_norm: false' gate with silu(z) only
+    gated_norm: bool = True
 
     @property
     def d_inner(self) -> int:

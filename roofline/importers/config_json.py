@@ -110,10 +110,13 @@ def _validated(schema: type[BaseModel], data: dict, source: str, where: str = ""
         raise CardError(source, ".".join(p for p in (where, loc) if p), msg) from None
 
 
+_NESTED_TEXT = ("gemma3", "llama4")
+
+
 def _text_fields(config: dict, model_type: str, source: str) -> _Fields:
-    """Gemma 3 (multimodal) nests the decoder's fields under `text_config`; the rest are flat."""
+    """Gemma 3 and Llama 4 (multimodal) nest the decoder's fields under `text_config`; the rest are flat."""
     defaults = _FAMILY_DEFAULTS.get(model_type)
-    if model_type == "gemma3" and "text_config" in config:
+    if model_type in _NESTED_TEXT and "text_config" in config:
         text = config["text_config"]
         if not isinstance(text, dict):
             raise CardError(source, "", "'text_config' must be a mapping of the text model's fields")

@@ -14,6 +14,7 @@ from roofline.importers.hf_parts import (
     _every_layer_sliding,
     _ffn,
     _gemma_sliding,
+    BAMBA_MAMBA_KEYS,
     _mamba2,
     _mla,
     _moe,
@@ -225,6 +226,115 @@ def _qwen3_next(c: _Fields, notes: list[str]) -> dict:
     return arch
 
 
+def _deepseek_v32(c: _Fields, notes: list[str]) -> dict:
+    """DeepSeek-V3.2: V3's MLA + MoE shapes plus the DSA lightning indexer (index_n_heads x index_head_dim, top-k)."""
+    arch = _deepseek_v3(c, notes)
+    arch["mla"] = {**arch["mla"], "indexer": {"num_heads": c.int("index_n_heads"), "head_dim": c.int("index_head_dim"),
+                                              "topk": c.int("index_topk")}}
+    return arch
+
+
+def _llama4_mixers(c: _Fields, n: int) -> list[str]:
+    """Llama 4: `no_rope_layers` (1 = RoPE + chunked local attention, 0 = global NoPE); default every 4th is NoPE."""
+    rope_flags = c.list("no_rope_layers")
+    if rope_flags is None:
+        every = c.int("no_rope_layer_interval", default=4)
+        rope_flags = [int((i + 1) % every != 0) for i in range(n)]
+    if len(rope_flags) != n:
+        raise c.error("no_rope_layers", f"has {len(rope_flags)} entries but num_hidden_layers is {n}")
+    chunked = c.has("attention_chunk_size")
+    return ["chunked" if flag and chunked else "full" for flag in rope_flags]
+
+
+def _llama4(c: _Fields, notes: list[str]) -> dict:
+    """Llama 4 text model: MoE on `moe_layers` (default every `interleave_moe_layer_step`-th layer), each with a
+    shared expert as wide as the routed ones; dense layers use `intermediate_size_mlp`; QK L2-norm has no weights."""
+    n = _num_layers(c)
+    step = c.int("interleave_moe_layer_step", default=1)
+    moe_layers = set(c.list("moe_layers") or range(step - 1, n, step))
+    ffns = ["moe" if i in moe_layers else "dense" for i in range(n)]
+    mixers = _llama4_mixers(c, n)
+    attention = {**_attention(c), "attention_chunk_size": c.int("attention_chunk_size", default=None)}
+    dense = {"intermediate_size": c.int("intermediate_size_mlp"), "activation": _activation(c), "gated": True}
+    moe = {**_moe(c, expert_size_keys=("intermediate_size",)), "num_shared_experts": 1,
+           "shared_expert_intermediate_size": c.int("intermediate_size")}
+    if c.bool("use_qk_norm", False):
+        notes.append("QK L2-norm has no weights (not counted)")
+    return _decoder(c, mixers=mixers, ffns=ffns, attention=attention, ffn=dense if "dense" in ffns else None,
+                    moe=moe, rope=_rope(c, 500000.0))
+
+
+def _jamba(c: _Fields, notes: list[str]) -> dict:
+    """Jamba: attention every `attn_layer_period` layers at `attn_layer_offset`, Mamba-1 elsewhere (with dt/B/C
+    RMSNorms); MoE every `expert_layer_period` layers at `expert_layer_offset`, dense SwiGLU elsewhere. No RoPE."""
+    n = _num_layers(c)
+    attn_period, attn_offset = c.int("attn_layer_period", default=8), c.int("attn_layer_offset", default=4)
+    moe_period, moe_offset = c.int("expert_layer_period", default=2), c.int("expert_layer_offset", default=1)
+    mixers = ["full" if i % attn_period == attn_offset else "mamba1" for i in range(n)]
+    ffns = ["moe" if i % moe_period == moe_offset else "dense" for i in range(n)]
+    hidden = c.int("hidden_size")
+    arch = _decoder(c, mixers=mixers, ffns=ffns, attention=_attention(c), ffn=_ffn(c),
+                    moe=_moe(c, expert_size_keys=("intermediate_size",)) if "moe" in ffns else None, rope=None)
+    arch["mamba1"] = {"d_inner": c.int("mamba_expand", default=2) * hidden, "state_size": c.int("mamba_d_state"),
+                      "conv_kernel": c.int("mamba_d_conv", default=4),
+                      "dt_rank": c.int("mamba_dt_rank", default=-(-hidden // 16)), "inner_norms": True}
+    notes.append("attention layers use no positional encoding")
+    return arch
+
+
+_GRANITE_BLOCKS = {"mamba": "mamba2", "attention": "full"}
+
+
+def _granite_moe_hybrid(c: _Fields, notes: list[str]) -> dict:
+    """Granite-4.0-H: `layer_types` (mamba / attention) per layer, each followed by MoE experts (`intermediate_size`
+    wide) plus a shared MLP (`shared_intermediate_size`); without experts (num_local_experts 0) the shared MLP is the
+    layer's dense FFN. Attention uses NoPE unless position_embedding_type is 'rope'."""
+    n = _num_layers(c)
+    names = c.list("layer_types") or c.list("layers_block_type") or ["attention"] * n
+    bad = sorted({b for b in names if b not in _GRANITE_BLOCKS})
+    if bad or len(names) != n:
+        raise c.error("layer_types", f"must list {n} entries of mamba / attention, got {len(names)} ({bad or 'ok'})")
+    mixers = [_GRANITE_BLOCKS[b] for b in names]
+    experts = c.int("num_local_experts", default=0)
+    shared = c.int("shared_intermediate_size")
+    moe = ffn = None
+    if experts:
+        moe = {**_moe(c, expert_size_keys=("intermediate_size",)), "num_shared_experts": 1,
+               "shared_expert_intermediate_size": shared}
+    else:
+        ffn = {"intermediate_size": shared, "activation": _activation(c), "gated": True}
+    rope = _rope(c, 10000.0) if c.str("position_embedding_type", default="nope") == "rope" else None
+    return _decoder(c, mixers=mixers, ffns=["moe" if experts else "dense"] * n,
+                    attention=_attention(c) if "full" in mixers else None, ffn=ffn, moe=moe,
+                    mamba2=_mamba2(c, BAMBA_MAMBA_KEYS) if "mamba2" in mixers else None, rope=rope)
+
+
+def _falcon_h1_mamba(c: _Fields) -> dict:
+    """Falcon-H1's Mamba-2: width `mamba_d_ssm` (else mamba_expand x hidden), head_dim 'auto' = width / heads, and
+    the gated RMSNorm only when `mamba_rms_norm`."""
+    heads = c.int("mamba_n_heads")
+    width = c.int("mamba_d_ssm", default=None) or c.int("mamba_expand", default=2) * c.int("hidden_size")
+    raw_head = c.raw("mamba_d_head", "auto")
+    head_dim = width // heads if raw_head == "auto" else c.int("mamba_d_head")
+    if head_dim * heads != width:
+        raise c.error("mamba_d_head", f"({head_dim}) x mamba_n_heads ({heads}) must equal mamba_d_ssm ({width})")
+    return _mamba2(c, BAMBA_MAMBA_KEYS, head_dim=head_dim, gated_norm=c.bool("mamba_rms_norm", False))
+
+
+def _falcon_h1(c: _Fields, notes: list[str]) -> dict:
+    """Falcon-H1: every layer runs GQA attention and Mamba-2 side by side (outputs summed), then a SwiGLU MLP.
+    The muP multipliers are scalars (and a non-persistent in_proj buffer): no weights."""
+    n = _num_layers(c)
+    if c.has("attn_layer_indices"):
+        raise c.error("attn_layer_indices", "lists attention layers; only every-layer parallel Falcon-H1 is modelled")
+    if c.bool("projectors_bias", False) or c.bool("mamba_proj_bias", False):
+        raise c.error("projectors_bias", "(or mamba_proj_bias) is set; Falcon-H1 projection biases are not modelled")
+    arch = _decoder(c, mixers=["parallel"] * n, ffns=["dense"] * n, attention=_attention(c), ffn=_ffn(c),
+                    mamba2=_falcon_h1_mamba(c), rope=_rope(c, 1e11))
+    notes.append("parallel hybrid: attention and Mamba-2 in every layer")
+    return arch
+
+
 _FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
     "llama": ("llama", _llama),
     "mistral": ("mistral", _mistral),
@@ -242,6 +352,12 @@ _FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
     "olmo2": ("olmo", _olmo2),
     "nemotron_h": ("nemotron", _nemotron_h),
     "qwen3_next": ("qwen", _qwen3_next),
+    "deepseek_v32": ("deepseek", _deepseek_v32),
+    "llama4": ("llama", _llama4),
+    "llama4_text": ("llama", _llama4),
+    "jamba": ("jamba", _jamba),
+    "granitemoehybrid": ("granite", _granite_moe_hybrid),
+    "falcon_h1": ("falcon", _falcon_h1),
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
 _FAMILY_DEFAULTS = {"gemma3": GEMMA3_DEFAULTS, "gemma3_text": GEMMA3_DEFAULTS}

@@ -188,16 +188,24 @@ def _mla(c: _Fields) -> dict:
     }
 
 
-def _mamba2(c: _Fields) -> dict:
+# config names of (state size, heads, head_dim): Nemotron-H's, and the Bamba-style ones of Granite-4.0-H and Falcon-H1
+NEMOTRON_MAMBA_KEYS = ("ssm_state_size", "mamba_num_heads", "mamba_head_dim")
+BAMBA_MAMBA_KEYS = ("mamba_d_state", "mamba_n_heads", "mamba_d_head")
+
+
+def _mamba2(c: _Fields, keys: tuple[str, str, str] = NEMOTRON_MAMBA_KEYS, head_dim: int | None = None,
+            gated_norm: bool = True) -> dict:
+    state_key, heads_key, head_dim_key = keys
     return {
-        "state_size": c.int("ssm_state_size"),
-        "num_heads": c.int("mamba_num_heads"),
-        "head_dim": c.int("mamba_head_dim"),
+        "state_size": c.int(state_key),
+        "num_heads": c.int(heads_key),
+        "head_dim": head_dim if head_dim is not None else c.int(head_dim_key),
         "n_groups": c.int("n_groups", "mamba_n_groups", default=1),
         "conv_kernel": c.int("conv_kernel", "mamba_d_conv", default=4),
         "expand": c.int("expand", "mamba_expand", default=2),
         "chunk_size": c.int("chunk_size", "mamba_chunk_size", default=256),
         "state_dtype": _DTYPES.get(str(c.raw("mamba_ssm_cache_dtype", "")).removeprefix("torch.")),
+        "gated_norm": gated_norm,
     }
 
 

@@ -7,7 +7,9 @@ from roofline.cards.model import STANDARD_LAYER_TYPES, expand_pattern
 _STANDARD = {(lt.mixer, lt.ffn): letter for letter, lt in STANDARD_LAYER_TYPES.items()}
 _CUSTOM = {("full", "dense"): "D", ("sliding", "dense"): "T", ("mla", "dense"): "N", ("full", "moe"): "F",
            ("sliding", "moe"): "X", ("mla", "moe"): "Y", ("sliding", "none"): "W", ("mla", "none"): "V",
-           ("deltanet", "moe"): "G", ("deltanet", "dense"): "H"}
+           ("deltanet", "moe"): "G", ("deltanet", "dense"): "H", ("chunked", "dense"): "c", ("chunked", "moe"): "C",
+           ("mamba1", "dense"): "m", ("mamba1", "moe"): "e", ("mamba2", "moe"): "h", ("mamba2", "dense"): "k",
+           ("parallel", "dense"): "P", ("parallel", "moe"): "Q"}
 _AUTO_MIXERS = {"full": "A", "sliding": "S", "mla": "L"}
 
 

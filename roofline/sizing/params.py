@@ -112,7 +112,7 @@ def _mamba2_params(arch: Architecture) -> int:
     d_in, gs = m.d_inner, m.n_groups * m.state_size
     n = h * (2 * d_in + 2 * gs + m.num_heads)  # in_proj -> z, x, B, C, dt
     n += (d_in + 2 * gs) * (m.conv_kernel + 1)  # depthwise conv1d weight + bias
-    n += 3 * m.num_heads + d_in  # A_log, D, dt_bias; gated RMSNorm
+    n += 3 * m.num_heads + (d_in if m.gated_norm else 0)  # A_log, D, dt_bias; gated RMSNorm
     return n + d_in * h  # out_proj
 
 
