@@ -7,6 +7,7 @@ from typing import Any, Callable
 from roofline.importers.hf_fields import _MISSING, _Fields
 from roofline.importers.hf_parts import (
     _NEMOTRON_BLOCKS,
+    BAMBA_MAMBA_KEYS,
     _activation,
     _alternating_sliding,
     _attention,
@@ -14,7 +15,6 @@ from roofline.importers.hf_parts import (
     _every_layer_sliding,
     _ffn,
     _gemma_sliding,
-    BAMBA_MAMBA_KEYS,
     _mamba2,
     _mla,
     _moe,
