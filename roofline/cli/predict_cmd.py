@@ -10,7 +10,14 @@ from typing import Annotated, Optional
 import typer
 
 from roofline.cards.units import QuantityError, parse_tokens
-from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.common import (
+    CardsOpt,
+    JsonOpt,
+    RuntimeOpt,
+    runtime_choice,
+    runtime_efficiency,
+    store,
+)
 from roofline.cli.output import Column, emit, table
 from roofline.errors import RooflineError
 from roofline.perf.request import Prediction, predict
@@ -64,7 +71,7 @@ def why(p: Prediction, phase: str) -> str:
 
 
 def render_prediction(p: Prediction):
-    title = (f"{p.model} on {p.hardware} · weights {p.quant}, KV {p.kv_quant} · {p.prompt_tokens:,}-token prompt → "
+    title = (f"{p.model} on {p.hardware} · runtime {p.runtime} · weights {p.quant}, KV {p.kv_quant} · {p.prompt_tokens:,}-token prompt → "
              f"{p.output_tokens:,} tokens · batch {p.batch}" + (f" · {p.gpus} GPUs (tp {p.tp}, pp {p.pp})" if p.gpus > 1 else "")
              + (f" · speculative k={p.spec_tokens} a={p.accept_rate}" if p.spec_tokens else ""))
     c = p.ceiling
@@ -101,7 +108,7 @@ def predict_cmd(
     vocab: Annotated[Optional[int], typer.Option(help="A smaller vocabulary (as `roofline engine run`).")] = None,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print one CSV header and row.")] = False,
-    cards: CardsOpt = None,
+    cards: CardsOpt = None, runtime: RuntimeOpt = None,
 ):
     """Predict TTFT, ITL, tok/s and end-to-end latency of one request shape; expected beside ceiling."""
     st = store(cards)
@@ -109,8 +116,9 @@ def predict_cmd(
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        batch=batch, quant=quant, kv_quant=kv_quant, spec_tokens=spec_tokens, accept_rate=accept,
                        draft_model=draft, context_tokens=ctx, tp=gpus, pp=pp)
-    card = reduce_card(st.model(model), layers, vocab)
-    p = predict(card, st.hardware(hw), wl, draft=st.model(draft) if draft else None)
+    card, hwc = reduce_card(st.model(model), layers, vocab), st.hardware(hw)
+    eff = runtime_efficiency(runtime_choice(st, runtime), card, hwc, wl)
+    p = predict(card, hwc, wl, draft=st.model(draft) if draft else None, eff=eff)
     if as_csv:
         write_csv([p])
         return
