@@ -47,6 +47,11 @@ def runtime_efficiency(choice: RuntimeChoice | None, card, hw, wl) -> Efficiency
     return expected_efficiency(hw, choice)
 
 
+def kv_default(choice: RuntimeChoice | None, kv_quant: str | None) -> str:
+    """--kv-quant, else the runtime's default KV format (llama.cpp f16), else bf16."""
+    return kv_quant or (choice.profile.default_kv_format if choice else "bf16")
+
+
 def runtime_label(choice: RuntimeChoice | None) -> str:
     return "generic" if choice is None else choice.label
 

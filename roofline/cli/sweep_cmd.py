@@ -12,6 +12,7 @@ from roofline.cli.common import (
     JsonOpt,
     RuntimeOpt,
     int_list,
+    kv_default,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
@@ -40,7 +41,7 @@ def sweep_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model card.")],
     hw: Annotated[str, typer.Option("--hw", help="Hardware card.")],
     concurrency: Annotated[str, typer.Option(help="Concurrent requests, comma-separated.")] = "1,4,8,16,32,64",
-    quant: QuantOpt = None, kv_quant: KvOpt = "bf16", prompt: TokOpt = "500", output: TokOpt = "512",
+    quant: QuantOpt = None, kv_quant: KvOpt = None, prompt: TokOpt = "500", output: TokOpt = "512",
     gpus: GpusOpt = 1, pp: PpOpt = 1, as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV rows.")] = False, cards: CardsOpt = None,
     runtime: RuntimeOpt = None,
@@ -48,11 +49,11 @@ def sweep_cmd(
     """Aggregate and per-request tok/s, ITL and TTFT as concurrency grows; stops where memory runs out."""
     st = store(cards)
     card, hwc = st.model(model), st.hardware(hw)
+    choice = runtime_choice(st, runtime)
     levels = int_list("--concurrency", concurrency)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
+                       quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     check_parallel(card, hwc, wl.tp, wl.pp)
-    choice = runtime_choice(st, runtime)
     eff = runtime_efficiency(choice, card, hwc, wl)
     limit = max_concurrency(card, hwc, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
                             Deployment(wl.tp, wl.pp))
@@ -92,7 +93,7 @@ def sweep_cmd(
 def compare_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model card(s), comma-separated.")],
     hw: Annotated[str, typer.Option("--hw", help="Hardware card(s), comma-separated.")],
-    quant: QuantOpt = None, kv_quant: KvOpt = "bf16", prompt: TokOpt = "500", output: TokOpt = "200",
+    quant: QuantOpt = None, kv_quant: KvOpt = None, prompt: TokOpt = "500", output: TokOpt = "200",
     batch: Annotated[int, typer.Option(help="Concurrent sequences.")] = 1, gpus: GpusOpt = 1, pp: PpOpt = 1,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV rows.")] = False, cards: CardsOpt = None,
@@ -102,9 +103,9 @@ def compare_cmd(
     st = store(cards)
     models = [st.model(m) for m in model.split(",") if m.strip()]
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
-    wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       batch=batch, quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
     choice = runtime_choice(st, runtime)
+    wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
+                       batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     preds = [predict(m, h, wl, eff=runtime_efficiency(choice, m, h, wl)) for m in models for h in hws]
     if as_csv:
         write_csv(preds)
