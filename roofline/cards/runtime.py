@@ -120,6 +120,7 @@ class RuntimeProfile(_Strict):
     memory: MemoryPolicy = MemoryPolicy()
     versions: list[Version] = []  # oldest first
     fitted: dict[str, EfficiencyOverrides] = {}  # written by benchmarks/fit_runtimes.py; scope or scope@version
+    fitted_from: dict[str, str] = {}  # fitted scope -> the published rows and sources it was fitted on
     sources: dict[str, str]  # dotted field -> where the number comes from (docs, source default, fitted rows)
     uncertain: dict[str, str] = {}
 
@@ -150,6 +151,9 @@ class RuntimeProfile(_Strict):
                 if not _valid_scope(scope.split("@")[0]):
                     raise ValueError(f"{where}.{scope}: scope must be default, a kind ({', '.join(SCOPE_KINDS)}), "
                                      "a vendor, or vendor-kind like nvidia-soc")
+        for scope in self.fitted:
+            if scope not in self.fitted_from:
+                raise ValueError(f"fitted.{scope}: fitted_from must name the rows it was fitted on")
         keys = [version_key(v.version) for v in self.versions]
         if keys != sorted(keys) or len(set(keys)) != len(keys):
             raise ValueError("versions must be listed oldest first, each once")
