@@ -15,7 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from roofline.cards.formats import kv_format, weight_format
+from roofline.cards.formats import kv_format as _kv_format
+from roofline.cards.formats import weight_format as _weight_format
+from roofline.errors import UnknownNameError
 
 Fraction = float  # (0, 1], checked by EfficiencyOverrides
 
@@ -178,6 +180,21 @@ class RuntimeProfile(_Strict):
             return list(self.versions)
         key = version_key(version)
         return [v for v in self.versions if version_key(v.version) <= key]
+
+
+def weight_format(name: str):
+    """A weight format, an unknown name as a ValueError (so the card error names the file and field)."""
+    try:
+        return _weight_format(name)
+    except UnknownNameError as err:
+        raise ValueError(str(err)) from None
+
+
+def kv_format(name: str):
+    try:
+        return _kv_format(name)
+    except UnknownNameError as err:
+        raise ValueError(str(err)) from None
 
 
 def _valid_scope(scope: str) -> bool:
