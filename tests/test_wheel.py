@@ -21,7 +21,7 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_contains_every_card(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for kind in ("hardware", "models"):
+    for kind in ("hardware", "models", "runtimes"):
         for card in (REPO / kind).glob("*.yaml"):
             assert f"roofline/data/{kind}/{card.name}" in names
     assert any(n.endswith("entry_points.txt") for n in names)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import csv
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from roofline.calibrate.fit import error_summary
 from roofline.cards.formats import weight_format
+from roofline.cards.runtime import RuntimeChoice
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import CEILING, Efficiency, expected_efficiency
@@ -36,8 +37,12 @@ UNSTATED_OUTPUT_TOKENS = 128
 # or the largest batch whose KV fits, whichever is smaller.
 MAX_LOAD_BATCH_CAP = 2048
 
-METRICS = ("decode_tok_s", "prefill_tok_s", "agg_decode_tok_s", "agg_output_tok_s", "ttft_ms", "itl_ms")
-LATENCY_MS = {"ttft_ms": "ttft_s", "itl_ms": "itl_s"}  # PUBLISHED.md: ttft_ms, itl_ms in milliseconds
+METRICS = ("decode_tok_s", "prefill_tok_s", "agg_decode_tok_s", "agg_output_tok_s", "ttft_ms", "itl_ms", "tpot_ms",
+           "batch_latency_s")
+# PUBLISHED.md: ttft_ms, itl_ms in milliseconds; COLLECTED.md: tpot_ms (time per output token after the first, ms),
+# batch_latency_s (wall time of one batch of `batch` requests, seconds)
+LATENCY_MS = {"ttft_ms": "ttft_s", "itl_ms": "itl_s", "tpot_ms": "itl_s"}
+LATENCY_S = {"batch_latency_s": "e2e_s"}
 
 
 @dataclass
@@ -51,6 +56,8 @@ class RowPrediction:
     model: str = ""
     engine: str = ""
     ceiling: float | None = None  # the metric at datasheet peaks with no overhead (`predict_row(..., ceiling=True)`)
+    runtime: str = "generic"  # the runtime profile the prediction assumed
+    source: str = ""  # the row's source document (see `source_document`)
 
     @property
     def error_pct(self) -> float | None:
@@ -63,7 +70,7 @@ class RowPrediction:
         routing, another clock) or the card's peaks are wrong; no efficiency can fit it."""
         if self.ceiling is None or self.predicted is None:
             return False
-        latency = _split_normalisation(self.metric)[0] in LATENCY_MS
+        latency = _split_normalisation(self.metric)[0] in {**LATENCY_MS, **LATENCY_S}
         return self.measured < self.ceiling if latency else self.measured > self.ceiling
 
 
@@ -72,10 +79,15 @@ def _is_gguf(row: dict) -> bool:
     return "llama.cpp" in engine or "ollama" in engine
 
 
+def _quant_text(text: str) -> str:
+    """The format a free-text weight_quant names: "INT4 AWQ (w4a16, group 128)" -> "int4 awq", "MLX 4-bit" kept."""
+    return re.split(r"\s*\(", text.strip().lower(), maxsplit=1)[0].removesuffix(" awq").replace("int4 awq", "int4")
+
+
 def _quant(row: dict, card) -> str | None:
     """The CSV's weight_quant as a roofline --quant. ggml-org's MXFP4 GGUFs keep only the experts in MXFP4 and
     store the rest in Q8_0 (gpt-oss-20b: 11.27 GiB file, row H006 = 19.1B x 4.25 bit + 1.8B x 8.5 bit)."""
-    q = row["weight_quant"].strip().lower()
+    q = _quant_text(row["weight_quant"])
     if q == "mxfp4" and _is_gguf(row):
         return "experts=mxfp4,default=q8_0"
     if q in {w.lower() for w in card.weights.values()}:
@@ -103,21 +115,26 @@ def _depth(row: dict) -> int:
     return int(m.group(1)) if m else 0
 
 
-def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceiling: bool = False) -> RowPrediction:
-    """Predict one CSV row's metric; `eff` overrides the card's expected efficiency (used when fitting); `ceiling`
-    also predicts it at datasheet peaks. A row roofline cannot read (unknown card or format, bad number) comes back
-    with `skipped` saying why."""
+def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceiling: bool = False,
+                runtime: RuntimeChoice | None = None) -> RowPrediction:
+    """Predict one CSV row's metric; `eff` overrides the card's expected efficiency (used when fitting), `runtime`
+    predicts under that runtime profile (see `runtime_of`); `ceiling` also predicts it at datasheet peaks. A row
+    roofline cannot read (unknown card or format, bad number) comes back with `skipped` saying why."""
     try:
         out = RowPrediction(row["id"], row["metric"], float(row["value"]), None,
                             hw=row.get("hw_card") or row.get("hardware", ""),
-                            model=row.get("model_card") or row.get("model", ""), engine=row.get("engine", ""))
+                            model=row.get("model_card") or row.get("model", ""), engine=row.get("engine", ""),
+                            source=source_document(row.get("source", "")))
     except (KeyError, ValueError) as err:
         return RowPrediction(row.get("id", "?"), row.get("metric", "?"), float("nan"), None,
                              skipped=f"unreadable row: {err}")
     try:
         card, hw, gpus = cards_of(row, store)
         out.model, out.hw = card.name, hw.name
-        out.predicted = _predict(row, card, hw, gpus, eff or expected_efficiency(hw))
+        if eff is None:
+            eff = _row_flags(row, expected_efficiency(hw, runtime))
+        out.runtime = eff.runtime
+        out.predicted = _predict(row, card, hw, gpus, eff)
         out.ceiling = _predict(row, card, hw, gpus, CEILING) if ceiling and out.predicted is not None else None
     except (RooflineError, ValueError) as err:
         out.skipped = str(err)
@@ -177,6 +194,11 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
         wl = _at_max_load(card, hw, wl)
         values, _, _ = request_metrics(card, hw, wl, eff)
         return float(wl.batch * wl.output_tokens / values["e2e_s"]) * replicas
+    if metric in LATENCY_S:  # one batch of `batch` requests, prompt -> output, start to finish
+        wl = Workload(prompt_tokens=isl or UNSTATED_PROMPT_TOKENS, output_tokens=osl or UNSTATED_OUTPUT_TOKENS,
+                      batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
+        values, _, _ = request_metrics(card, hw, wl, eff)
+        return float(values[LATENCY_S[metric]])
     if metric in LATENCY_MS:
         # `batch` requests arriving together (`max`: the max-load batch): TTFT = their prefill + the first decode
         # step, ITL = the mean decode step over the output
@@ -194,6 +216,73 @@ def _at_max_load(card, hw, wl: Workload) -> Workload:
     limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
                             Deployment(wl.tp, wl.pp))
     return wl.model_copy(update={"batch": max(min(limit, MAX_LOAD_BATCH_CAP), 1)})
+
+
+def _row_flags(row: dict, eff: Efficiency) -> Efficiency:
+    """Conditions the row's `engine` text states over the runtime's defaults: llama.cpp's `-ub N` prefill micro-batch."""
+    m = re.search(r"-ub\s+(\d+)", row.get("engine", ""))
+    return replace(eff, prefill_chunk_tokens=float(m.group(1))) if m and eff.runtime != "generic" else eff
+
+
+MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
+                                          "dec"))}
+# engine text -> (runtime profile, regex whose group 1 is the version, how the version is written)
+ENGINE_RUNTIMES = (
+    ("ollama", r"ollama\s+v?(\d+(?:\.\d+)+)", "{}"),
+    ("llama.cpp", r"llama\.cpp.*?\bbuild\s+b?(\d+)", "b{}"),
+    ("trtllm", r"(?:tensorrt-llm|trt-llm|trtllm)\s+v?(\d+(?:\.\d+)*)", "{}"),
+    ("trtllm", r"\bnim\b()", ""),
+    ("vllm", r"vllm\s+v?(\d+(?:\.\d+)+)", "{}"),
+    ("sglang", r"sglang\s+v?(\d+(?:\.\d+)+)", "{}"),
+    ("mlx", r"mlx[- ]lm\s+v?(\d+(?:\.\d+)+)", "{}"),
+    ("lmdeploy", r"lmdeploy\s+v?(\d+(?:\.\d+)+)", "{}"),
+    ("tgi", r"(?:text-generation-inference|\btgi)\s+v?(\d+(?:\.\d+)+)", "{}"),
+)
+ENGINE_NAMES = (("ollama", "ollama"), ("llama.cpp", "llama.cpp"), ("tensorrt-llm", "trtllm"), ("trtllm", "trtllm"),
+                ("vllm", "vllm"), ("sglang", "sglang"), ("mlx-lm", "mlx"), ("mlx lm", "mlx"), ("lmdeploy", "lmdeploy"),
+                ("text-generation-inference", "tgi"))
+
+
+def engine_runtime(engine: str) -> tuple[str | None, str | None]:
+    """(profile name, version) a row's `engine` text names: "llama.cpp CUDA build 7941" -> ("llama.cpp", "b7941"),
+    "vLLM 0.10.1" -> ("vllm", "0.10.1"), "TensorRT-LLM 0.17" -> ("trtllm", "0.17"), "SGLang 0.3.0" -> ("sglang",
+    "0.3.0"), "MLX-LM" -> ("mlx", None); a runtime without a profile (MLC-LLM, Gaudi software) -> (None, None)."""
+    text = engine.lower()
+    for name, pattern, form in ENGINE_RUNTIMES:
+        m = re.search(pattern, text)
+        if m:
+            return name, form.format(m.group(1)) if m.group(1) else None
+    for word, name in ENGINE_NAMES:  # the runtime named first ("MLC-LLM ..., as measured by lmdeploy" is not lmdeploy)
+        if text.startswith(word):
+            return name, None
+    return None, None
+
+
+def row_date(row: dict) -> str | None:
+    """YYYY-MM of a row: its `date` column, else a 'May 2024' in its engine text."""
+    if row.get("date", "").strip():
+        return row["date"].strip()[:7]
+    m = re.search(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(20\d\d)\b", row.get("engine", "").lower())
+    return f"{m.group(2)}-{MONTHS[m.group(1)]:02d}" if m else None
+
+
+def runtime_of(row: dict, store: CardStore) -> RuntimeChoice | None:
+    """The runtime profile and version a row ran: its engine text, else (no version stated) the version in use at
+    the row's date. None: a runtime with no profile (predicted generic)."""
+    name, version = engine_runtime(row.get("engine", ""))
+    if name is None:
+        return None
+    try:
+        return store.runtime(f"{name}@{version}" if version else name, row_date(row))
+    except RooflineError:
+        return store.runtime(name, row_date(row))  # a version older than every profiled one: the oldest range
+
+
+def source_document(source: str) -> str:
+    """The document a row's `source` names, without the table or comment within it: "github.com/NVIDIA/TensorRT-LLM
+    docs/source/performance/perf-overview.md @258c7540 (v0.17 tables), 'Throughput ...'" -> "github.com/NVIDIA/
+    TensorRT-LLM docs/source/performance/perf-overview.md @258c7540"."""
+    return re.split(r"\s+\(|\s+'|,", source.strip(), maxsplit=1)[0].strip()
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -238,9 +327,8 @@ def summarize(preds: list[RowPrediction]) -> dict:
 NEEDED_COLUMNS = {"id", "metric", "value", "isl", "osl", "batch"}
 
 
-def validate_published(store: CardStore, path: Path) -> dict:
-    """Predict every row of a published-measurements CSV (expected and at the datasheet ceiling): the error per
-    metric, with and without the rows measured beyond the ceiling, per engine x hardware, and the rows skipped."""
+def read_published(path: Path) -> list[dict]:
+    """The rows of a published-measurements CSV, refused in one line when the file or its columns are missing."""
     if not path.is_file():
         raise RooflineError(f"--published {path}: no such file")
     rows = read_rows(path)
@@ -248,6 +336,13 @@ def validate_published(store: CardStore, path: Path) -> dict:
     if not rows or not NEEDED_COLUMNS <= have or not ({"hw_card", "hardware"} & have and {"model_card", "model"} & have):
         raise RooflineError(f"--published {path}: needs the columns of published_train.csv "
                             f"({', '.join(sorted(NEEDED_COLUMNS))}, hw_card or hardware, model_card or model)")
+    return rows
+
+
+def validate_published(store: CardStore, path: Path) -> dict:
+    """Predict every row of a published-measurements CSV (expected and at the datasheet ceiling): the error per
+    metric, with and without the rows measured beyond the ceiling, per engine x hardware, and the rows skipped."""
+    rows = read_published(path)
     preds = [predict_row(r, store, ceiling=True) for r in rows]
     return {"file": str(path), "metrics": summarize(preds),
             "metrics_within_ceiling": summarize([p for p in preds if not p.beyond_ceiling]),

@@ -17,12 +17,15 @@ from pydantic import BaseModel, ValidationError
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
+from roofline.cards.runtime import RuntimeChoice, RuntimeProfile, choose_version
 from roofline.cards.schema import first_problem
 from roofline.errors import CardError, RooflineError, UnknownNameError
 
-Card = TypeVar("Card", HardwareCard, ModelCard)
+Card = TypeVar("Card", HardwareCard, ModelCard, RuntimeProfile)
 _PKG = Path(__file__).resolve().parent.parent  # the roofline package
-KINDS = {"hardware": HardwareCard, "models": ModelCard}
+KINDS = {"hardware": HardwareCard, "models": ModelCard, "runtimes": RuntimeProfile}
+WHAT = {"hardware": "hardware", "models": "model", "runtimes": "runtime"}
+LIST_CMD = {"hardware": "roofline hw list", "models": "roofline models list", "runtimes": "roofline runtimes list"}
 
 
 def bundled_dir() -> Path:
@@ -32,7 +35,7 @@ def bundled_dir() -> Path:
 
 
 def user_dir() -> Path:
-    """$ROOFLINE_HOME, default ~/.config/roofline; holds hardware/ and models/ like the bundled set."""
+    """$ROOFLINE_HOME, default ~/.config/roofline; holds hardware/, models/ and runtimes/ like the bundled set."""
     return Path(os.environ.get("ROOFLINE_HOME") or Path.home() / ".config" / "roofline")
 
 
@@ -128,9 +131,9 @@ class CardStore:
 
     def get(self, kind: str, name: str):
         """A card by name, alias (case-insensitive) or file path."""
-        what = {"hardware": "hardware", "models": "model"}[kind]
+        what = WHAT[kind]
         if not name or not name.strip():
-            raise RooflineError(f"no {what} given; pass a name (see `roofline {'hw' if kind == 'hardware' else 'models'} list`)")
+            raise RooflineError(f"no {what} given; pass a name (see `{LIST_CMD[kind]}`)")
         as_path = Path(name).expanduser()
         if as_path.suffix in (".yaml", ".yml", *self.model_loaders) or os.sep in name and as_path.exists():
             if as_path.is_dir() and kind == "models" and DIRECTORY in self.model_loaders:
@@ -152,9 +155,8 @@ class CardStore:
             from roofline.cards.host import host_card  # measured on first use
 
             return host_card()
-        list_cmd = "roofline hw list" if kind == "hardware" else "roofline models list"
         known = {alias: card.name for alias, card in aliases.items()}
-        raise UnknownNameError(what, name, known, f"see `{list_cmd}`")
+        raise UnknownNameError(what, name, known, f"see `{LIST_CMD[kind]}`")
 
     def match(self, kind: str, text: str):
         """The card a free-text description names ("2x NVIDIA H100 SXM 80GB" -> h100-sxm, "ggml-org/Qwen2.5-Coder-
@@ -173,7 +175,7 @@ class CardStore:
         if len(found) != 1:
             known = {a.lower(): c.name for c in cards.values() for a in (c.name, *c.aliases)}
             why = f"matches {', '.join(found)} equally" if found else "names no card"
-            raise UnknownNameError({"hardware": "hardware", "models": "model"}[kind], text, known, why)
+            raise UnknownNameError(WHAT[kind], text, known, why)
         return cards[found[0]]
 
     def hardware(self, name: str) -> HardwareCard:
@@ -181,6 +183,16 @@ class CardStore:
 
     def model(self, name: str) -> ModelCard:
         return self.get("models", name)
+
+    def runtime(self, spec: str, date: str | None = None) -> RuntimeChoice:
+        """A runtime profile from `NAME[@VERSION]` ('vllm@0.11', 'llama-cpp@b6918', 'nim'); no version: the newest
+        profile (or, given `date`, the version in use then)."""
+        name, _, version = spec.strip().partition("@")
+        profile = self.get("runtimes", name)
+        try:
+            return choose_version(profile, version.strip() or None, date)
+        except ValueError as err:
+            raise RooflineError(f"--runtime {spec}: {err}") from None
 
 
 def card_to_yaml(card: BaseModel) -> str:

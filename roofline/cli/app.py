@@ -17,6 +17,7 @@ from roofline.cli import (
     models,
     plot_cmd,
     predict_cmd,
+    runtimes_cmd,
     sweep_cmd,
     validate_cmd,
 )
@@ -33,6 +34,7 @@ app = typer.Typer(
 app.add_typer(hw.app, name="hw", help="Hardware cards: list, show.")
 app.add_typer(plot_cmd.app, name="plot", help="Pictures: roofline chart, concurrency sweep, memory budget.")
 app.add_typer(engine_cmd.app, name="engine", help="The micro-engine: run card shapes for real, measured vs predicted.")
+app.add_typer(runtimes_cmd.app, name="runtimes", help="Runtime profiles: list, show.")
 app.add_typer(models.app, name="models", help="Model cards: list, show, import a transformers config.json.")
 app.command("predict")(predict_cmd.predict_cmd)
 app.command("fits")(fits_cmd.fits_cmd)

@@ -7,15 +7,53 @@ from typing import Annotated, Optional
 
 import typer
 
+from roofline.cards.runtime import RuntimeChoice
 from roofline.cards.store import CardStore
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, UnknownNameError
 from roofline.importers import open_store
+from roofline.perf.efficiency import Efficiency, check_runtime_supports, expected_efficiency
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (numbers in SI units).")]
 CardsOpt = Annotated[
     Optional[list[Path]],
     typer.Option("--cards", help="Extra card directory with hardware/ and models/ (overrides bundled and user cards)."),
 ]
+
+
+RuntimeOpt = Annotated[
+    Optional[str],
+    typer.Option("--runtime", help="Runtime profile NAME[@VERSION]: llama.cpp, ollama, vllm, sglang, trtllm (nim), "
+                 "lmdeploy, mlx, tgi, roofline-engine; e.g. vllm@0.11, llama.cpp@b6918 (default: generic, today's "
+                 "efficiencies per hardware kind; see `roofline runtimes list`)."),
+]
+
+
+def runtime_choice(st: CardStore, spec: str | None) -> RuntimeChoice | None:
+    """The --runtime option as a profile and version (None: generic)."""
+    if spec is None or not spec.strip() or spec.strip().lower() == "generic":
+        return None
+    try:
+        return st.runtime(spec)
+    except UnknownNameError as err:
+        raise RooflineError(f"--runtime: {err}") from None
+
+
+def runtime_efficiency(choice: RuntimeChoice | None, card, hw, wl) -> Efficiency | None:
+    """The expected-mode efficiency of `card` on `hw` under the runtime (None: generic), after checking the runtime
+    can run this hardware and these formats."""
+    if choice is None:
+        return None
+    check_runtime_supports(choice, card, hw, wl.quant, wl.kv_quant)
+    return expected_efficiency(hw, choice)
+
+
+def kv_default(choice: RuntimeChoice | None, kv_quant: str | None) -> str:
+    """--kv-quant, else the runtime's default KV format (llama.cpp f16), else bf16."""
+    return kv_quant or (choice.profile.default_kv_format if choice else "bf16")
+
+
+def runtime_label(choice: RuntimeChoice | None) -> str:
+    return "generic" if choice is None else choice.label
 
 
 def store(cards: Optional[list[Path]]) -> CardStore:

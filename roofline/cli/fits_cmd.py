@@ -7,10 +7,11 @@ from typing import Annotated, Optional
 import typer
 
 from roofline.cards.units import QuantityError, parse_quantity
-from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.common import CardsOpt, JsonOpt, RuntimeOpt, kv_default, runtime_choice, runtime_label, store
 from roofline.cli.output import Column, emit, table
 from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, tokens
 from roofline.errors import RooflineError
+from roofline.perf.efficiency import check_runtime_supports
 from roofline.perf.parallel import check_parallel
 from roofline.perf.workload import make_workload
 from roofline.sizing.alternatives import what_would_fit
@@ -23,6 +24,7 @@ from roofline.sizing.memory import (
     max_context,
     memory_budget,
     min_gpus,
+    runtime_memory_view,
 )
 
 
@@ -33,36 +35,48 @@ def _gb(n: float) -> str:
 def fits_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model card.")],
     hw: Annotated[str, typer.Option("--hw", help="Hardware card.")],
-    quant: QuantOpt = None, kv_quant: KvOpt = "bf16",
-    context: Annotated[str, typer.Option(help="Tokens each sequence holds (prompt + output): 8k, 128K, 1M.")] = "8k",
+    quant: QuantOpt = None, kv_quant: KvOpt = None,
+    context: Annotated[Optional[str], typer.Option(help="Tokens each sequence holds (prompt + output): 8k, 128K, 1M "
+                                                   "(default 8k; llama.cpp/Ollama: the runtime's default context).")] = None,
     concurrency: Annotated[int, typer.Option(help="Concurrent sequences.")] = 1,
     gpus: GpusOpt = 1, pp: PpOpt = 1,
-    block_tokens: Annotated[int, typer.Option("--block-tokens", help="Paged-KV block size in tokens.")] = BLOCK_TOKENS,
-    max_step_tokens: Annotated[int, typer.Option("--max-step-tokens", help="Tokens per engine step (sizes the "
-                                                 "activation workspace).")] = MAX_STEP_TOKENS,
-    runtime: Annotated[Optional[str], typer.Option(help="Runtime overhead per GPU, e.g. '2 GB' (default by kind).")] = None,
+    block_tokens: Annotated[Optional[int], typer.Option("--block-tokens", help=f"Paged-KV block size in tokens (default "
+                                                        f"{BLOCK_TOKENS} or the runtime's).")] = None,
+    max_step_tokens: Annotated[Optional[int], typer.Option("--max-step-tokens", help=f"Tokens per engine step (sizes the "
+                                                           f"activation workspace; default {MAX_STEP_TOKENS} or the "
+                                                           "runtime's).")] = None,
+    runtime: RuntimeOpt = None,
+    runtime_memory: Annotated[Optional[str], typer.Option("--runtime-memory", help="Runtime overhead per GPU, e.g. "
+                                                          "'2 GB' (default by kind).")] = None,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Does it fit? Weights, KV cache, activations, runtime and OS reserve against the card's memory."""
     st = store(cards)
     card, hwc = st.model(model), st.hardware(hw)
-    ctx = tokens("--context", context)
+    if runtime is not None and runtime_memory is None and _is_bytes(runtime):
+        runtime, runtime_memory = None, runtime  # `--runtime 2GB`: the overhead, as before --runtime-memory existed
+    choice = runtime_choice(st, runtime)
     if concurrency <= 0:
         raise RooflineError(f"--concurrency: must be > 0, got {concurrency}")
-    wl = make_workload(quant=quant, kv_quant=kv_quant, batch=concurrency, tp=gpus, pp=pp)
+    wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), batch=concurrency, tp=gpus, pp=pp)
     for label, value in (("--block-tokens", block_tokens), ("--max-step-tokens", max_step_tokens)):
-        if value <= 0:
+        if value is not None and value <= 0:
             raise RooflineError(f"{label}: must be > 0, got {value}")
     try:
-        runtime_bytes = None if runtime is None else parse_quantity(runtime, "bytes")
+        runtime_bytes = None if runtime_memory is None else parse_quantity(runtime_memory, "bytes")
     except QuantityError as err:
-        raise RooflineError(f"--runtime: {err}") from None
+        raise RooflineError(f"--runtime-memory: {err}") from None
     check_parallel(card, hwc, wl.tp, wl.pp)
+    check_runtime_supports(choice, card, hwc, wl.quant, wl.kv_quant)
+    policy_of = None if choice is None else choice.profile.serving_policy(choice.version or choice.range_start)
+    hwc, ctx, block_tokens, max_step_tokens, policy = runtime_memory_view(
+        policy_of, hwc, None if context is None else tokens("--context", context), block_tokens, max_step_tokens)
     dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes)
     b = memory_budget(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     best = min_gpus(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     data = {
-        "model": card.name, "hardware": hwc.name, "quant": wl.quant, "kv_quant": wl.kv_quant, "context_tokens": ctx,
+        "model": card.name, "hardware": hwc.name, "runtime": runtime_label(choice), "memory_policy": policy,
+        "block_tokens": block_tokens, "quant": wl.quant, "kv_quant": wl.kv_quant, "context_tokens": ctx,
         "concurrency": wl.batch, "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "fits": bool(b.fits),
         "capacity_bytes": b.capacity_bytes, "total_bytes": float(b.total_bytes), "headroom_bytes": float(b.headroom_bytes),
         "budget": {"weights": b.weights_bytes, "kv": float(b.kv_bytes), "activations": float(b.activations_bytes),
@@ -81,19 +95,41 @@ def fits_cmd(
     emit(data, as_json, lambda: render(data, b, card, hwc))
 
 
+def _is_bytes(text: str) -> bool:
+    try:
+        parse_quantity(text, "bytes")
+    except QuantityError:
+        return False
+    return True
+
+
+def _policy_line(d: dict) -> str | None:
+    p = d["memory_policy"]
+    if p["policy"] == "preallocate" and p["gpu_memory_utilization"]:
+        return (f"{d['runtime']} preallocates {p['gpu_memory_utilization']:.0%} of memory for weights, activations and "
+                f"its KV pool: the max concurrency is what that pool holds")
+    if p["policy"] == "per_slot":
+        how = "its default context" if p["context_default"] else "the context asked for"
+        return f"{d['runtime']} allocates {how} ({d['context_tokens']:,} tokens) per slot when the model loads"
+    return None
+
+
 def render(d: dict, b: Budget, card, hw):
     per = " per GPU" if d["gpus"] > 1 else ""
     rows = [(f"  {c}", _gb(v)) for c, v in b.weights_by_component.items() if v >= 5e6]
     rows.insert(0, (f"weights ({d['quant'] or 'native: ' + '+'.join(dict.fromkeys(card.weights.values()))})",
                     _gb(b.weights_bytes)))
     rows += [(f"KV cache: {d['concurrency']} × {d['context_tokens']:,} tokens ({d['kv_quant']}, "
-              f"{d['kv_bytes_per_token'] / 1024:,.1f} KiB/token, {BLOCK_TOKENS}-token blocks)", _gb(d["budget"]["kv"])),
+              f"{d['kv_bytes_per_token'] / 1024:,.1f} KiB/token, {d['block_tokens']}-token blocks)", _gb(d["budget"]["kv"])),
              ("activations (max step tokens)", _gb(d["budget"]["activations"])),
              ("runtime (CUDA context, framework)", _gb(d["budget"]["runtime"]))]
     if d["budget"]["reserved"]:
         rows.append(("reserved by the OS/CPU (unified memory)", _gb(d["budget"]["reserved"])))
-    rows += [("total", _gb(d["total_bytes"])), (f"capacity{per}", _gb(d["capacity_bytes"]))]
+    util = d["memory_policy"]["gpu_memory_utilization"]
+    rows += [("total", _gb(d["total_bytes"])),
+             (f"capacity{per}" + (f" ({util:.0%} the runtime takes)" if util else ""), _gb(d["capacity_bytes"]))]
     title = f"{card.name} on {d['gpus']} × {hw.name}" if d["gpus"] > 1 else f"{card.name} on {hw.name}"
+    title += f" · runtime {d['runtime']}"
     yield table(f"memory budget{per}: {title}", ["line", Column("bytes", "right")], rows)
     if d["fits"]:
         yield f"[bold green]fits[/bold green] with {_gb(d['headroom_bytes'])} to spare"
@@ -102,6 +138,8 @@ def render(d: dict, b: Budget, card, hw):
     yield (f"max context at {d['concurrency']} sequence(s): {d['max_context']:,} tokens "
            f"(model max {card.architecture.max_context:,}) · max concurrency at {d['context_tokens']:,} tokens: "
            f"{d['max_concurrency']:,} · fewest GPUs: {d['min_gpus'] or 'none of this card holds it'}")
+    if line := _policy_line(d):
+        yield line
     for s in d["suggestions"]:
         yield f"  would fit: {s}"
     for w in d["warnings"]:

@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
+from roofline.cli.common import (
+    CardsOpt,
+    JsonOpt,
+    RuntimeOpt,
+    int_list,
+    kv_default,
+    runtime_choice,
+    runtime_efficiency,
+    runtime_label,
+    store,
+)
 from roofline.cli.output import emit
 from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, TokOpt, tokens
 from roofline.errors import RooflineError
@@ -39,39 +49,48 @@ def _done(path: Path, data: dict, as_json: bool) -> None:
 
 @app.command("roofline", help="The roofline chart with the prefill and decode steps and their main ops.")
 def roofline_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")], quant: QuantOpt = None,
-                  kv_quant: KvOpt = "bf16", prompt: TokOpt = "500", batch: int = 1, gpus: GpusOpt = 1,
-                  out: OutOpt = Path("roofline.png"), as_json: JsonOpt = False, cards: CardsOpt = None):
+                  kv_quant: KvOpt = None, prompt: TokOpt = "500", batch: int = 1, gpus: GpusOpt = 1,
+                  out: OutOpt = Path("roofline.png"), as_json: JsonOpt = False, cards: CardsOpt = None,
+                  runtime: RuntimeOpt = None):
     st = store(cards)
     card, hwc = st.model(model), st.hardware(hw)
-    wl = make_workload(prompt_tokens=tokens("--prompt", prompt), batch=batch, quant=quant, kv_quant=kv_quant, tp=gpus)
+    choice = runtime_choice(st, runtime)
+    wl = make_workload(prompt_tokens=tokens("--prompt", prompt), batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus)
     check_parallel(card, hwc, wl.tp, wl.pp)
-    _done(out, _plots().plot_roofline(card, hwc, wl, _check_suffix(out)), as_json)
+    eff = runtime_efficiency(choice, card, hwc, wl)
+    data = _plots().plot_roofline(card, hwc, wl, _check_suffix(out), eff)
+    _done(out, {"runtime": runtime_label(choice), **data}, as_json)
 
 
 @app.command("sweep", help="Aggregate and per-request tok/s against concurrency, with the memory limit.")
 def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
                concurrency: Annotated[str, typer.Option()] = "1,2,4,8,16,32,64,128,256",
-               quant: QuantOpt = None, kv_quant: KvOpt = "bf16", prompt: TokOpt = "500", output: TokOpt = "512",
+               quant: QuantOpt = None, kv_quant: KvOpt = None, prompt: TokOpt = "500", output: TokOpt = "512",
                gpus: GpusOpt = 1, pp: PpOpt = 1, out: OutOpt = Path("sweep.png"), as_json: JsonOpt = False,
-               cards: CardsOpt = None):
+               cards: CardsOpt = None, runtime: RuntimeOpt = None):
     st = store(cards)
     card, hwc = st.model(model), st.hardware(hw)
+    choice = runtime_choice(st, runtime)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
+                       quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     check_parallel(card, hwc, wl.tp, wl.pp)
-    data = _plots().plot_sweep(card, hwc, wl, int_list("--concurrency", concurrency), _check_suffix(out))
-    _done(out, data, as_json)
+    eff = runtime_efficiency(choice, card, hwc, wl)
+    data = _plots().plot_sweep(card, hwc, wl, int_list("--concurrency", concurrency), _check_suffix(out), eff)
+    _done(out, {"runtime": runtime_label(choice), **data}, as_json)
 
 
 @app.command("memory", help="Stacked memory budget against capacity, one bar per hardware card.")
 def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="Hardware card(s), comma-separated.")],
-                quant: QuantOpt = None, kv_quant: KvOpt = "bf16", context: TokOpt = "8k", concurrency: int = 1,
-                gpus: GpusOpt = 1, out: OutOpt = Path("memory.png"), as_json: JsonOpt = False, cards: CardsOpt = None):
+                quant: QuantOpt = None, kv_quant: KvOpt = None, context: TokOpt = "8k", concurrency: int = 1,
+                gpus: GpusOpt = 1, out: OutOpt = Path("memory.png"), as_json: JsonOpt = False, cards: CardsOpt = None,
+                runtime: RuntimeOpt = None):
     st = store(cards)
     card = st.model(model)
+    choice = runtime_choice(st, runtime)
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
-    wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_quant, tp=gpus)
+    wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus)
     for h in hws:
         check_parallel(card, h, wl.tp, wl.pp)
+        runtime_efficiency(choice, card, h, wl)  # the runtime runs this hardware and these formats
     data = _plots().plot_memory(card, hws, wl, tokens("--context", context), _check_suffix(out))
-    _done(out, {"hardware": data}, as_json)
+    _done(out, {"runtime": runtime_label(choice), "hardware": data}, as_json)

@@ -10,7 +10,15 @@ from typing import Annotated, Optional
 import typer
 
 from roofline.cards.units import QuantityError, parse_tokens
-from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.common import (
+    CardsOpt,
+    JsonOpt,
+    RuntimeOpt,
+    kv_default,
+    runtime_choice,
+    runtime_efficiency,
+    store,
+)
 from roofline.cli.output import Column, emit, table
 from roofline.errors import RooflineError
 from roofline.perf.request import Prediction, predict
@@ -22,7 +30,8 @@ HwOpt = Annotated[str, typer.Option("--hw", help="Hardware card name, alias or p
 QuantOpt = Annotated[Optional[str], typer.Option("--quant", help="Weight format, e.g. bf16, fp8, int4, q4_k_m, nvfp4, or "
                                                  "per component: experts=mxfp4,default=q8_0 (default: the card's "
                                                  "native formats; see `roofline formats`).")]
-KvOpt = Annotated[str, typer.Option("--kv-quant", help="KV-cache format: bf16, fp16, fp8, q8_0, q4_0.")]
+KvOpt = Annotated[Optional[str], typer.Option("--kv-quant", help="KV-cache format: bf16, fp16, fp8, q8_0, q4_0 "
+                                              "(default: the runtime's, else bf16).")]
 TokOpt = Annotated[str, typer.Option(help="Token count: 500, 4k, 128K, 1M.")]
 GpusOpt = Annotated[int, typer.Option("--gpus", help="GPUs in tensor parallel (shards weights and KV heads).")]
 PpOpt = Annotated[int, typer.Option("--pp", help="Pipeline-parallel stages (GPUs = gpus x pp).")]
@@ -64,7 +73,7 @@ def why(p: Prediction, phase: str) -> str:
 
 
 def render_prediction(p: Prediction):
-    title = (f"{p.model} on {p.hardware} · weights {p.quant}, KV {p.kv_quant} · {p.prompt_tokens:,}-token prompt → "
+    title = (f"{p.model} on {p.hardware} · runtime {p.runtime} · weights {p.quant}, KV {p.kv_quant} · {p.prompt_tokens:,}-token prompt → "
              f"{p.output_tokens:,} tokens · batch {p.batch}" + (f" · {p.gpus} GPUs (tp {p.tp}, pp {p.pp})" if p.gpus > 1 else "")
              + (f" · speculative k={p.spec_tokens} a={p.accept_rate}" if p.spec_tokens else ""))
     c = p.ceiling
@@ -89,7 +98,7 @@ def render_prediction(p: Prediction):
 
 
 def predict_cmd(
-    model: ModelOpt, hw: HwOpt, quant: QuantOpt = None, kv_quant: KvOpt = "bf16",
+    model: ModelOpt, hw: HwOpt, quant: QuantOpt = None, kv_quant: KvOpt = None,
     prompt: TokOpt = "500", output: TokOpt = "200",
     batch: Annotated[int, typer.Option(help="Concurrent sequences sharing each step.")] = 1,
     context: Annotated[str, typer.Option(help="Tokens already cached before the prompt (prefix reuse).")] = "0",
@@ -101,16 +110,18 @@ def predict_cmd(
     vocab: Annotated[Optional[int], typer.Option(help="A smaller vocabulary (as `roofline engine run`).")] = None,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print one CSV header and row.")] = False,
-    cards: CardsOpt = None,
+    cards: CardsOpt = None, runtime: RuntimeOpt = None,
 ):
     """Predict TTFT, ITL, tok/s and end-to-end latency of one request shape; expected beside ceiling."""
     st = store(cards)
+    choice = runtime_choice(st, runtime)
     ctx = 0 if context in ("0", 0) else tokens("--context", context)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       batch=batch, quant=quant, kv_quant=kv_quant, spec_tokens=spec_tokens, accept_rate=accept,
+                       batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), spec_tokens=spec_tokens, accept_rate=accept,
                        draft_model=draft, context_tokens=ctx, tp=gpus, pp=pp)
-    card = reduce_card(st.model(model), layers, vocab)
-    p = predict(card, st.hardware(hw), wl, draft=st.model(draft) if draft else None)
+    card, hwc = reduce_card(st.model(model), layers, vocab), st.hardware(hw)
+    eff = runtime_efficiency(choice, card, hwc, wl)
+    p = predict(card, hwc, wl, draft=st.model(draft) if draft else None, eff=eff)
     if as_csv:
         write_csv([p])
         return

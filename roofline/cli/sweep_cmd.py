@@ -7,7 +7,17 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
+from roofline.cli.common import (
+    CardsOpt,
+    JsonOpt,
+    RuntimeOpt,
+    int_list,
+    kv_default,
+    runtime_choice,
+    runtime_efficiency,
+    runtime_label,
+    store,
+)
 from roofline.cli.output import Column, emit, table
 from roofline.cli.predict_cmd import (
     GpusOpt,
@@ -31,28 +41,31 @@ def sweep_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model card.")],
     hw: Annotated[str, typer.Option("--hw", help="Hardware card.")],
     concurrency: Annotated[str, typer.Option(help="Concurrent requests, comma-separated.")] = "1,4,8,16,32,64",
-    quant: QuantOpt = None, kv_quant: KvOpt = "bf16", prompt: TokOpt = "500", output: TokOpt = "512",
+    quant: QuantOpt = None, kv_quant: KvOpt = None, prompt: TokOpt = "500", output: TokOpt = "512",
     gpus: GpusOpt = 1, pp: PpOpt = 1, as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV rows.")] = False, cards: CardsOpt = None,
+    runtime: RuntimeOpt = None,
 ):
     """Aggregate and per-request tok/s, ITL and TTFT as concurrency grows; stops where memory runs out."""
     st = store(cards)
     card, hwc = st.model(model), st.hardware(hw)
+    choice = runtime_choice(st, runtime)
     levels = int_list("--concurrency", concurrency)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
+                       quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     check_parallel(card, hwc, wl.tp, wl.pp)
+    eff = runtime_efficiency(choice, card, hwc, wl)
     limit = max_concurrency(card, hwc, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
                             Deployment(wl.tp, wl.pp))
     b = np.array(levels, float)
-    v = sweep_arrays(card, hwc, wl, b, np.full_like(b, wl.prompt_tokens))
+    v = sweep_arrays(card, hwc, wl, b, np.full_like(b, wl.prompt_tokens), eff=eff)
     rows = [{"concurrency": n, **{k: float(v[k][i]) for k in v if k != "fits_in_memory"},
              "fits_in_memory": bool(v["fits_in_memory"][i])} for i, n in enumerate(levels)]
     shown = [r for r in rows if r["fits_in_memory"]]
     note = (f"memory runs out above {limit} concurrent requests of {wl.prompt_tokens + wl.output_tokens:,} tokens: "
             f"weights {rows[0]['weights_bytes'] / 1e9:,.1f} GB + KV {(rows[0]['kv_bytes'] / levels[0]) / 1e9:,.3f} GB "
             f"per request on {hwc.memory.capacity_bytes / 1e9:,.1f} GB (see `roofline fits` for every line)")
-    data = {"model": card.name, "hardware": hwc.name, "prompt_tokens": wl.prompt_tokens,
+    data = {"model": card.name, "hardware": hwc.name, "runtime": runtime_label(choice), "prompt_tokens": wl.prompt_tokens,
             "output_tokens": wl.output_tokens, "max_concurrency": limit, "rows": rows}
     if as_csv:
         import csv
@@ -66,7 +79,7 @@ def sweep_cmd(
     def render():
         cols = [Column("concurrency", "right"), Column("aggregate tok/s", "right"), Column("per-request tok/s", "right"),
                 Column("ITL", "right"), Column("TTFT", "right"), Column("memory GB/GPU", "right")]
-        yield table(f"{card.name} on {hwc.name} · {wl.prompt_tokens}-token prompts → {wl.output_tokens} tokens "
+        yield table(f"{card.name} on {hwc.name} · runtime {data['runtime']} · {wl.prompt_tokens}-token prompts → {wl.output_tokens} tokens "
                     f"(expected mode)", cols,
                     [(r["concurrency"], fmt_rate(r["decode_tok_s_aggregate"]), fmt_rate(r["decode_tok_s"]),
                       fmt_s(r["itl_s"]), fmt_s(r["ttft_s"]), f"{r['memory_per_gpu_bytes'] / 1e9:,.1f}")
@@ -80,18 +93,20 @@ def sweep_cmd(
 def compare_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model card(s), comma-separated.")],
     hw: Annotated[str, typer.Option("--hw", help="Hardware card(s), comma-separated.")],
-    quant: QuantOpt = None, kv_quant: KvOpt = "bf16", prompt: TokOpt = "500", output: TokOpt = "200",
+    quant: QuantOpt = None, kv_quant: KvOpt = None, prompt: TokOpt = "500", output: TokOpt = "200",
     batch: Annotated[int, typer.Option(help="Concurrent sequences.")] = 1, gpus: GpusOpt = 1, pp: PpOpt = 1,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV rows.")] = False, cards: CardsOpt = None,
+    runtime: RuntimeOpt = None,
 ):
     """Models x hardware side by side: TTFT, ITL, tok/s, memory, the decode bound."""
     st = store(cards)
     models = [st.model(m) for m in model.split(",") if m.strip()]
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
+    choice = runtime_choice(st, runtime)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       batch=batch, quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
-    preds = [predict(m, h, wl) for m in models for h in hws]
+                       batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
+    preds = [predict(m, h, wl, eff=runtime_efficiency(choice, m, h, wl)) for m in models for h in hws]
     if as_csv:
         write_csv(preds)
         return
@@ -101,7 +116,8 @@ def compare_cmd(
         cols = ["model", "hardware", "weights", Column("TTFT", "right"), Column("ITL", "right"),
                 Column("decode tok/s", "right"), Column("ceiling", "right"), Column("prefill tok/s", "right"),
                 "decode bound", Column("memory GB/GPU", "right"), "fits"]
-        yield table(f"{wl.prompt_tokens}-token prompt → {wl.output_tokens} tokens, batch {wl.batch} (expected mode)",
+        yield table(f"{wl.prompt_tokens}-token prompt → {wl.output_tokens} tokens, batch {wl.batch} · runtime "
+                    f"{runtime_label(choice)} (expected mode)",
                     cols, [(p.model, p.hardware, p.quant, fmt_s(p.ttft_s), fmt_s(p.itl_s), fmt_rate(p.decode_tok_s),
                             fmt_rate(p.ceiling.decode_tok_s), fmt_rate(p.prefill_tok_s), p.bound["decode"],
                             f"{p.memory_per_gpu_bytes / 1e9:,.1f}", "yes" if p.fits_in_memory else "NO")

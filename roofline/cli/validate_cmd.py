@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from roofline.calibrate.published import validate_published
+from roofline.calibrate.published import read_published, validate_published
 from roofline.calibrate.validation import FRESH, METRICS, engine_points, summarize_points
 from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
 from roofline.cli.output import Column, emit, table
@@ -20,7 +20,11 @@ from roofline.sizing.reduce import reduce_card
 def validate_cmd(
     hw: Annotated[Optional[str], typer.Option("--hw", help="Card to predict with (engine shapes).")] = None,
     engine_shapes: Annotated[bool, typer.Option("--engine-shapes", help="Run fresh shapes in the engine.")] = False,
-    published: Annotated[Optional[Path], typer.Option("--published", help="A published-measurements CSV.")] = None,
+    published: Annotated[Optional[list[Path]], typer.Option("--published", help="A published-measurements CSV "
+                                                            "(repeat for several).")] = None,
+    by_source: Annotated[bool, typer.Option("--by-source", help="With --published: fit the runtime profiles "
+                                            "leaving each source out and predict it (before: generic; after: "
+                                            "profiles), per runtime and metric and per runtime x hardware.")] = False,
     device: Annotated[str, typer.Option(help="Engine device: cpu or cuda.")] = "cpu",
     dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: the card's calibration dtype).")] = None,
     out: Annotated[Optional[Path], typer.Option("--output-file", "-o", help="Predicted-vs-measured scatter (.png).")] = None,
@@ -39,8 +43,12 @@ def validate_cmd(
 ):
     """Report the predictor's error per metric: median and p90 absolute % error and bias."""
     st = store(cards)
-    if published is not None:
-        return _published(st, published, as_json)
+    if published and by_source:
+        return _by_source(st, published, as_json)
+    if published:
+        if len(published) > 1:
+            raise RooflineError("--published: several files need --by-source (or validate one file at a time)")
+        return _published(st, published[0], as_json)
     if not engine_shapes:
         raise RooflineError("say what to validate against: --engine-shapes (with --hw) or --published FILE.csv")
     card = st.hardware(hw or "host")
@@ -79,6 +87,33 @@ def _error_table(title: str, metrics: dict):
                          Column("p90 |err|", "right"), Column("bias", "right")],
                  [(k, s["n"], f"{s['median_ape_pct']:.1f}%", f"{s['p90_ape_pct']:.1f}%", f"{s['bias_pct']:+.1f}%")
                   for k, s in metrics.items()])
+
+
+def _by_source(st, paths: list[Path], as_json: bool) -> None:
+    from roofline.calibrate.runtime_fit import fit_rows, leave_one_source_out, loso_table
+
+    rows = [r for p in paths for r in read_published(p)]
+    fitted = fit_rows(rows, st)
+    results = leave_one_source_out(fitted, st)
+    data = {"files": [str(p) for p in paths], "rows": len(rows), "fitted_rows": len(fitted),
+            "by_runtime": loso_table(results), "by_runtime_hardware": loso_table(results, by_hardware=True)}
+    emit(data, as_json, lambda: render_by_source(data))
+
+
+def _err(s: dict) -> str:
+    return f"{s['median_ape_pct']:.1f}% / {s['p90_ape_pct']:.1f}% / {s['bias_pct']:+.1f}%"
+
+
+def render_by_source(d: dict):
+    cols = ["runtime", "metric", Column("n", "right"), Column("sources", "right"),
+            Column("before (generic): median / p90 / bias", "right"),
+            Column("after (profiles): median / p90 / bias", "right")]
+    yield table(f"leave-one-source-out: {d['fitted_rows']} of {d['rows']} rows with a runtime profile", cols,
+                [(g["runtime"], g["metric"], g["n"], g["sources"], _err(g["before"]), _err(g["after"]))
+                 for g in d["by_runtime"]])
+    yield table("leave-one-source-out by runtime x hardware", ["runtime", "hardware"] + cols[1:],
+                [(g["runtime"], g["hardware"], g["metric"], g["n"], g["sources"], _err(g["before"]), _err(g["after"]))
+                 for g in d["by_runtime_hardware"]])
 
 
 def _published(st, path: Path, as_json: bool) -> None:

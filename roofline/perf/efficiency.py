@@ -1,16 +1,23 @@
 """How close a real run gets to the datasheet: the `expected` mode's efficiencies and overheads.
 
-Precedence: built-in defaults per hardware kind < the card's `efficiency` section < its `calibration` section.
+Precedence without a runtime (`generic`): built-in defaults per hardware kind < the card's `efficiency` section <
+its `calibration` section. With a runtime profile (runtimes/*.yaml): the kind's defaults < the card's `efficiency`
+section < the profile's scopes (default < kind < vendor < vendor-kind), its version entries up to the chosen one,
+then its fitted values; the micro-engine's profile (`roofline-engine`) keeps the card's calibration, which measured it.
 The defaults are fitted by `benchmarks/fit_defaults.py` to benchmarks/data/published_train.csv.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from roofline.cards.hardware import HardwareCard, default_key
-from roofline.errors import CardError
+from roofline.cards.model import ModelCard
+from roofline.cards.runtime import RuntimeChoice
+from roofline.errors import CardError, RooflineError
+from roofline.sizing.params import param_counts
+from roofline.sizing.precision import Formats
 
 
 @dataclass(frozen=True)
@@ -34,10 +41,18 @@ class Efficiency:
     kernel_overhead_s: float = 0.0  # fixed cost per kernel launch
     kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)
     step_overhead_s: float = 0.0  # fixed cost per forward step (sampling, scheduling, host sync)
+    prefill_chunk_tokens: float = 0.0  # prompt tokens per prefill step (llama.cpp -ub, Ollama num_batch, a chunked-
+    # prefill budget); each chunk re-reads the weights. 0: the whole prompt in one step
+    # weight format -> large-GEMM efficiency of its kernels, over the math dtype's (llama.cpp MMQ per k-quant)
+    compute_by_format: dict[str, float] = field(default_factory=dict)
     source: str = "datasheet peaks, no overhead (ceiling)"
+    runtime: str = "generic"  # the runtime profile (name@version) these figures assume
 
-    def compute_for(self, dtype: str) -> float:
-        """Large-GEMM efficiency of one math dtype (fp16 shares bf16's; tf32 shares fp32's)."""
+    def compute_for(self, dtype: str, fmt: str = "") -> float:
+        """Large-GEMM efficiency of one weight format's kernels, else of its math dtype (fp16 shares bf16's; tf32
+        shares fp32's)."""
+        if fmt in self.compute_by_format:
+            return self.compute_by_format[fmt]
         key = {"fp16": "bf16", "tf32": "fp32"}.get(dtype, dtype)
         value = getattr(self, f"compute_{key}", None)
         return self.compute if value is None else value
@@ -66,7 +81,7 @@ DEFAULTS: dict[str, Efficiency] = {
 DEFAULTS["accelerator"] = DEFAULTS["gpu"]
 
 
-_KNOWN = {f.name for f in fields(Efficiency)} - {"source"}
+_KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format"}
 FRACTIONS = ("memory", "memory_gemv", "memory_kv", "gemm_floor", "compute", "compute_fp32", "compute_bf16",
              "compute_fp8", "compute_int8", "compute_fp4", "attention", "link")  # fields in (0, 1]
 
@@ -86,14 +101,77 @@ def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[st
     return out
 
 
-def expected_efficiency(hw: HardwareCard) -> Efficiency:
-    """The efficiency `expected` mode uses on this card, with its provenance in `source`."""
+def expected_efficiency(hw: HardwareCard, runtime: RuntimeChoice | None = None) -> Efficiency:
+    """The efficiency `expected` mode uses on this card under `runtime` (None: generic), with its provenance in
+    `source` and the runtime in `runtime`."""
     eff = DEFAULTS[default_key(hw)]
     if hw.efficiency:
         eff = replace(eff, **_overrides(hw, hw.efficiency, "efficiency"),
                       source=hw.efficiency.get("source", f"{hw.name} card's efficiency section"))
+    if runtime is not None and runtime.profile.name != "roofline-engine":
+        return runtime_efficiency(eff, hw, runtime)
+    if runtime is not None:
+        eff = replace(runtime_efficiency(eff, hw, runtime), runtime=runtime.label)
     if hw.calibration:
         cal = hw.calibration
         eff = replace(eff, **_overrides(hw, cal, "calibration"),
                       source=f"calibrated on {cal.get('date', '?')} on {cal.get('device', '?')}")
     return eff
+
+
+def scopes(hw: HardwareCard) -> list[str]:
+    """A profile's efficiency scopes that apply to `hw`, least specific first: default, kind, vendor, vendor-kind."""
+    kind, vendor = default_key(hw), hw.vendor.lower()
+    return list(dict.fromkeys(["default", kind, vendor, f"{vendor}-{hw.kind}"]))
+
+
+def runtime_layers(hw: HardwareCard, runtime: RuntimeChoice) -> list[tuple[str, Any]]:
+    """(where, EfficiencyOverrides) in the order they apply: the profile's scopes, its version entries in effect,
+    its fitted scopes, its fitted scope@version entries."""
+    prof, order = runtime.profile, scopes(hw)
+    entries = prof.versions_up_to(runtime.version or runtime.range_start)
+    layers = [(f"efficiency.{s}", prof.efficiency[s]) for s in order if s in prof.efficiency]
+    for v in entries:
+        layers += [(f"versions.{v.version}.efficiency.{s}", v.efficiency[s]) for s in order if s in v.efficiency]
+    layers += [(f"fitted.{s}", prof.fitted[s]) for s in order if s in prof.fitted]
+    for v in entries:
+        layers += [(f"fitted.{s}@{v.version}", prof.fitted[f"{s}@{v.version}"]) for s in order
+                   if f"{s}@{v.version}" in prof.fitted]
+    return layers
+
+
+def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoice) -> Efficiency:
+    """`base` (the hardware kind's defaults) with the profile's layers applied; the prefill chunk defaults to the
+    scheduler's token budget where the runtime chunks prefill."""
+    values: dict[str, Any] = {}
+    by_format = dict(base.compute_by_format)
+    for _, layer in runtime_layers(hw, runtime):
+        values.update(layer.values())
+        by_format.update(layer.compute_by_format)
+    policy = runtime.profile.serving_policy(runtime.version or runtime.range_start)
+    if "prefill_chunk_tokens" not in values and policy["chunked_prefill"] and policy["max_num_batched_tokens"]:
+        values["prefill_chunk_tokens"] = float(policy["max_num_batched_tokens"])
+    return replace(base, **values, compute_by_format=by_format, runtime=runtime.label,
+                   source=f"runtime profile {runtime.label} on {default_key(hw)} ({hw.vendor})")
+
+
+def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: HardwareCard, quant: str | None,
+                           kv_quant: str) -> None:
+    """One line and exit 2 when the runtime cannot run this: hardware it does not support, a weight format it
+    cannot load (a GGUF k-quant on TensorRT-LLM, NVFP4 on Apple), or a KV format it lacks."""
+    if runtime is None:
+        return
+    prof = runtime.profile
+    targets = {hw.vendor.lower(), hw.kind, default_key(hw)}
+    if not targets & {t.lower() for t in prof.runs_on}:
+        raise RooflineError(f"{prof.display_name} does not run on {hw.name} ({hw.vendor} {hw.kind}); it runs on "
+                            f"{', '.join(prof.runs_on)}")
+    fmts = Formats(card, hw, quant, kv_quant)
+    used = {fmts.component_format(c) for c, n in param_counts(card).items() if n and c != "norms"}  # norms stay 16/32-bit
+    missing = sorted(used - set(prof.weight_formats))
+    if missing:
+        raise RooflineError(f"{prof.display_name} cannot run {'/'.join(missing)} weights; it loads "
+                            f"{', '.join(prof.weight_formats)} (pick one with --quant)")
+    if kv_quant not in prof.kv_formats:
+        raise RooflineError(f"{prof.display_name} has no {kv_quant} KV cache; use --kv-quant "
+                            f"{' or '.join(prof.kv_formats)}")

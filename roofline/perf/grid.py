@@ -8,7 +8,7 @@ import numpy as np
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
-from roofline.perf.efficiency import CEILING, expected_efficiency
+from roofline.perf.efficiency import CEILING, Efficiency, expected_efficiency
 from roofline.perf.request import request_metrics
 from roofline.perf.workload import Workload
 from roofline.sizing.memory import Deployment, memory_budget
@@ -16,11 +16,13 @@ from roofline.sizing.memory import Deployment, memory_budget
 METRICS = ("ttft_s", "itl_s", "e2e_s", "prefill_tok_s", "decode_tok_s", "decode_tok_s_aggregate")
 
 
-def sweep_arrays(card: ModelCard, hw: HardwareCard, wl: Workload, batch, prompt, ceiling: bool = False) -> dict:
-    """Metrics and memory at every point of equal-shape `batch` and `prompt` arrays (one numpy pass)."""
+def sweep_arrays(card: ModelCard, hw: HardwareCard, wl: Workload, batch, prompt, ceiling: bool = False,
+                 eff: Efficiency | None = None) -> dict:
+    """Metrics and memory at every point of equal-shape `batch` and `prompt` arrays (one numpy pass); `eff`: a
+    runtime's efficiency (default: the card's generic one)."""
     batch = np.asarray(batch, dtype=float)
     prompt = np.asarray(prompt, dtype=float)
-    eff = CEILING if ceiling else expected_efficiency(hw)
+    eff = CEILING if ceiling else eff or expected_efficiency(hw)
     values, _, _ = request_metrics(card, hw, wl, eff, batch=batch, prompt=prompt)
     budget = memory_budget(card, hw, wl.quant, wl.kv_quant, prompt + wl.context_tokens + wl.output_tokens, batch,
                            Deployment(wl.tp, wl.pp))

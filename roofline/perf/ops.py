@@ -73,6 +73,7 @@ class Op:
     kv_shards: int = 0  # ways its KV/state splits under tensor parallelism (kv heads; 1 = replicated MLA latent)
     link_bytes: Num = 0.0  # bytes each GPU sends over the interconnect (collectives only)
     link_hops: int = 0  # latency-bound hops per collective
+    weight_format: str = ""  # the weights' storage format (runtimes' kernels differ by format: llama.cpp MMQ)
 
     @property
     def bytes(self) -> Num:
@@ -83,7 +84,8 @@ def matmul(name: str, op_class: str, component: str, params: float, t: Num, d_in
            count: int, kernels: int = 1) -> Op:
     """A weight matmul over t tokens: 2*t*params FLOPs, weights read once, activations in and out."""
     return Op(name, op_class, f.dtype(component), 2.0 * t * params, params * f.wbytes(component),
-              t * (d_in + d_out) * f.act_bytes, count=count, kernels=kernels)
+              t * (d_in + d_out) * f.act_bytes, count=count, kernels=kernels,
+              weight_format=f.component_format(component))
 
 
 def attended_pairs(n: int, context: Num, window: int | None) -> Num:
@@ -136,7 +138,8 @@ def mla_ops(card: ModelCard, step: Step, f: Formats, count: int) -> list[Op]:
         matmul("q_proj", "projection", "attention", mla_q_params(arch), t, h, heads * qk, f, count, kernels=2),
         matmul("kv_a_proj", "projection", "attention", h * (m.kv_lora_rank + m.qk_rope_head_dim), t, h,
                m.kv_lora_rank + m.qk_rope_head_dim, f, count),
-        Op("kv_b_proj", "projection", f.dtype("attention"), kvb_flops, kv_b * f.wbytes("attention"), count=count),
+        Op("kv_b_proj", "projection", f.dtype("attention"), kvb_flops, kv_b * f.wbytes("attention"), count=count,
+           weight_format=f.component_format("attention")),
         Op("attention", "attention", f.act_dtype, core_flops, act_bytes=2 * t * heads * m.v_head_dim * f.act_bytes,
            kv_read_bytes=step.batch * _span(step, topk) * latent, kv_write_bytes=t * latent, count=count, gemm=False,
            kv_shards=1),
@@ -291,7 +294,7 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
            Op("experts", "moe", f.dtype("experts"), 2.0 * routed * per_expert, touched * per_expert * f.wbytes("experts"),
               routed * (2 * width + mlp_activation_width(e.expert_intermediate_size, e.gated)) * f.act_bytes, count=count,
               kernels=3, gemm_tokens=routed / touched, experts_touched=touched,
-              routing=(e.num_experts, e.experts_per_token))]
+              routing=(e.num_experts, e.experts_per_token), weight_format=f.component_format("experts"))]
     if e.latent_size:
         ops.append(matmul("latent_proj", "moe", "experts", 2 * h * e.latent_size, t, h, e.latent_size, f, count, 2))
     if e.num_shared_experts:

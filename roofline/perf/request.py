@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import BaseModel
 
@@ -48,10 +50,37 @@ def gpu_ops(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, ops: li
     return shard_ops(ops, wl.tp) + collective_ops(card, step, wl.tp, wl.pp, act)
 
 
+def prefill_chunks(step: Step, eff: Efficiency) -> tuple[Step, Any]:
+    """A prompt the runtime splits (llama.cpp -ub, Ollama num_batch, a chunked-prefill token budget): k =
+    ceil(batch x n / chunk) steps of n / k tokens per sequence, each re-reading the weights. One step at the chunks'
+    mean context stands for each of them (attention is linear in the context, so k times it is the exact sum).
+    Returns (the representative step, k); k = None when the runtime does not split."""
+    chunk = eff.prefill_chunk_tokens
+    if step.phase != "prefill" or not chunk:
+        return step, None
+    k = np.minimum(np.ceil(np.asarray(step.batch * step.n, dtype=float) / chunk), np.asarray(step.n, dtype=float))
+    if np.all(k <= 1):
+        return step, None
+    k = np.maximum(k, 1.0)
+    n = step.n / k
+    return Step("prefill", n, step.batch, step.context + (k - 1) / 2 * n), k
+
+
+def _scaled(st: StepTime, k) -> StepTime:
+    """k identical steps."""
+    return StepTime(*(getattr(st, f) * k for f in ("total_s", "compute_s", "memory_s", "overhead_s", "flops", "bytes")),
+                    by_class={c: v * k for c, v in st.by_class.items()}, by_op={o: v * k for o, v in st.by_op.items()})
+
+
 def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff: Efficiency,
                ops: list[Op] | None = None) -> StepTime:
-    """One step on the workload's GPUs, timed: the one step pipeline every prediction, fit and plot goes through."""
-    return time_ops(gpu_ops(card, hw, step, wl, ops), hw, eff, step.tokens)
+    """One step on the workload's GPUs, timed (a prefill the runtime splits: its chunks): the one step pipeline
+    every prediction, fit and plot goes through."""
+    chunks = None
+    if ops is None:
+        step, chunks = prefill_chunks(step, eff)
+    st = time_ops(gpu_ops(card, hw, step, wl, ops), hw, eff, step.tokens)
+    return st if chunks is None else _scaled(st, chunks)
 
 
 def first_step(wl: Workload, phase: str) -> Step:
@@ -116,6 +145,7 @@ class Prediction(Metrics):
     bound: dict[str, str]
     ceiling: Metrics
     efficiency_source: str
+    runtime: str = "generic"  # the runtime profile (name@version) the expected mode assumes
     phases: dict[str, PhaseReport]
 
 
@@ -179,4 +209,5 @@ def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | 
         **m.model_dump(), weights_bytes=whole.weights_bytes, kv_bytes=float(whole.kv_bytes),
         memory_per_gpu_bytes=float(per_gpu.total_bytes), memory_capacity_bytes=per_gpu.capacity_bytes,
         fits_in_memory=bool(per_gpu.fits),
-        bound={k: v.bound for k, v in phases.items()}, ceiling=ceil, efficiency_source=eff.source, phases=phases)
+        bound={k: v.bound for k, v in phases.items()}, ceiling=ceil, efficiency_source=eff.source, runtime=eff.runtime,
+        phases=phases)

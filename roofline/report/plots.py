@@ -8,7 +8,7 @@ import numpy as np
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
-from roofline.perf.efficiency import expected_efficiency
+from roofline.perf.efficiency import Efficiency, expected_efficiency
 from roofline.perf.grid import sweep_arrays
 from roofline.perf.request import first_step, gpu_ops, phase_times
 from roofline.perf.timing import time_ops
@@ -27,11 +27,12 @@ def _pyplot():
     return plt
 
 
-def roofline_points(card: ModelCard, hw: HardwareCard, wl: Workload, phase: str) -> tuple[dict, list[dict]]:
+def roofline_points(card: ModelCard, hw: HardwareCard, wl: Workload, phase: str,
+                    eff: Efficiency | None = None) -> tuple[dict, list[dict]]:
     """(the whole step, its largest ops) as {label, intensity FLOP/B, attained FLOP/s, time_s} at expected
-    efficiency. The whole step is predict's own (decode: averaged over the request's contexts); the ops are one
-    GPU's share in the phase's first step, collectives included."""
-    eff = expected_efficiency(hw)
+    efficiency (a runtime's when given). The whole step is predict's own (decode: averaged over the request's
+    contexts); the ops are one GPU's share in the phase's first step, collectives included."""
+    eff = eff or expected_efficiency(hw)
     whole = phase_times(card, hw, wl, eff)[phase]
     step = first_step(wl, phase)
     per_op = []
@@ -47,7 +48,7 @@ def roofline_points(card: ModelCard, hw: HardwareCard, wl: Workload, phase: str)
     return total, per_op[:5]
 
 
-def plot_roofline(card: ModelCard, hw: HardwareCard, wl: Workload, path: Path) -> dict:
+def plot_roofline(card: ModelCard, hw: HardwareCard, wl: Workload, path: Path, eff: Efficiency | None = None) -> dict:
     """Log-log roofline: compute roofs per dtype, the bandwidth slope, ridge points; prefill/decode and ops."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 6), dpi=110)
@@ -61,7 +62,7 @@ def plot_roofline(card: ModelCard, hw: HardwareCard, wl: Workload, path: Path) -
         ax.plot([ridge], [peak], "k.", ms=5)
         data["roofs"][dtype] = {"peak_flop_per_s": peak, "ridge_flop_per_byte": ridge}
     for phase in ("prefill", "decode"):
-        total, ops = roofline_points(card, hw, wl, phase)
+        total, ops = roofline_points(card, hw, wl, phase, eff)
         ax.plot(total["intensity"], total["attained"], marker="*", ms=16, color=COLORS[phase], ls="none",
                 label=f"{phase} step ({total['time_s'] * 1e3:,.1f} ms)")
         for p in ops:
@@ -71,18 +72,20 @@ def plot_roofline(card: ModelCard, hw: HardwareCard, wl: Workload, path: Path) -
         data["points"] += [{"phase": phase, **total}] + [{"phase": phase, **p} for p in ops]
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("attained FLOP/s (expected mode)")
-    ax.set_title(f"{card.name} on {hw.name}: {wl.prompt_tokens}-token prefill and decode, batch {wl.batch}")
+    ax.set_title(f"{card.name} on {hw.name} ({(eff or expected_efficiency(hw)).runtime}): {wl.prompt_tokens}-token "
+                 f"prefill and decode, batch {wl.batch}")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="lower right")
     _save(fig, path, plt)
     return data
 
 
-def plot_sweep(card: ModelCard, hw: HardwareCard, wl: Workload, levels: list[int], path: Path) -> dict:
+def plot_sweep(card: ModelCard, hw: HardwareCard, wl: Workload, levels: list[int], path: Path,
+               eff: Efficiency | None = None) -> dict:
     """Aggregate and per-request decode tok/s against concurrency, with the memory limit marked."""
     plt = _pyplot()
     b = np.array(levels, float)
-    v = sweep_arrays(card, hw, wl, b, np.full_like(b, wl.prompt_tokens))
+    v = sweep_arrays(card, hw, wl, b, np.full_like(b, wl.prompt_tokens), eff=eff)
     limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
                             Deployment(wl.tp, wl.pp))
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
@@ -100,7 +103,8 @@ def plot_sweep(card: ModelCard, hw: HardwareCard, wl: Workload, levels: list[int
     ax.set_ylabel("aggregate decode tok/s", color="tab:blue")
     ax2.set_ylabel("per-request decode tok/s", color="tab:red")
     ax2.set_ylim(bottom=0)
-    ax.set_title(f"{card.name} on {hw.name}: {wl.prompt_tokens}-token prompts → {wl.output_tokens} tokens")
+    ax.set_title(f"{card.name} on {hw.name} ({(eff or expected_efficiency(hw)).runtime}): {wl.prompt_tokens}-token "
+                 f"prompts → {wl.output_tokens} tokens")
     ax.grid(True, alpha=0.25)
     handles = ax.get_legend_handles_labels()
     more = ax2.get_legend_handles_labels()

@@ -169,3 +169,27 @@ def min_gpus(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str
         if memory_budget(card, hw, quant, kv_quant, context_tokens, concurrency, layout).fits:
             return layout
     return None
+
+
+DEFAULT_CONTEXT_TOKENS = 8192  # what `fits` sizes without --context and without a runtime default
+
+
+def runtime_memory_view(policy: dict | None, hw: HardwareCard, ctx: int | None, block_tokens: int | None,
+                        max_step_tokens: int | None):
+    """(hardware card as the runtime sees it, context, block tokens, step tokens, policy summary) under a runtime's
+    memory policy (`RuntimeProfile.serving_policy()`). preallocate (vLLM gpu_memory_utilization, SGLang
+    mem_fraction_static, TRT-LLM free_gpu_memory_fraction): weights, activations and the KV pool live in that
+    fraction of memory, so the max concurrency is what the pool holds. per_slot (llama.cpp, Ollama): the context
+    asked for is allocated per slot, the runtime's default context when none is given. None: the whole memory."""
+    policy = policy or {}
+    default_ctx = policy.get("default_context_tokens") if policy.get("memory_policy") == "per_slot" else None
+    context = ctx if ctx is not None else default_ctx or DEFAULT_CONTEXT_TOKENS
+    blocks = block_tokens or policy.get("block_size_tokens") or BLOCK_TOKENS
+    step = max_step_tokens or policy.get("max_num_batched_tokens") or MAX_STEP_TOKENS
+    util = policy.get("gpu_memory_utilization") if policy.get("memory_policy") == "preallocate" else None
+    if util and util < 1:
+        memory = hw.memory.model_copy(update={"capacity_bytes": hw.memory.capacity_bytes * util})
+        hw = hw.model_copy(update={"memory": memory})
+    return hw, context, blocks, step, {"policy": policy.get("memory_policy") or "generic",
+                                       "gpu_memory_utilization": util,
+                                       "context_default": ctx is None and default_ctx is not None}

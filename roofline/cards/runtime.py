@@ -1,0 +1,252 @@
+"""Runtime profile schema (runtimes/*.yaml): what fraction of a hardware card's peaks a serving runtime reaches,
+what it adds (launch and step overheads, its prefill micro-batch), which formats it runs, its scheduler limits and
+its memory policy, by version.
+
+The hardware card says what the silicon can do; a profile only scales it. Efficiency overrides are keyed by scope,
+applied from the least to the most specific: `default` < hardware kind (`gpu`, `soc`, `apple`, `cpu`,
+`accelerator`) < vendor (`nvidia`, `amd`, `intel`, `apple`) < `vendor-kind` (`nvidia-soc`). A profile's versions
+are ranges: an entry applies from its `version` up to the next entry's.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from roofline.cards.formats import kv_format as _kv_format
+from roofline.cards.formats import weight_format as _weight_format
+from roofline.errors import UnknownNameError
+
+Fraction = float  # (0, 1], checked by EfficiencyOverrides
+
+# Efficiency fields a profile may set (roofline.perf.efficiency.Efficiency has the same names; a test keeps them equal)
+FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "compute", "compute_fp32", "compute_bf16", "compute_fp8",
+                   "compute_int8", "compute_fp4", "attention", "gemm_floor", "link")
+NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "kernel_overhead_s", "kernels_per_expert",
+                 "step_overhead_s", "prefill_chunk_tokens")
+SCOPE_KINDS = ("gpu", "soc", "apple", "cpu", "accelerator")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EfficiencyOverrides(_Strict):
+    """Fractions of the datasheet peaks (0 < x <= 1) and overheads (seconds >= 0); None = keep the lower scope's."""
+
+    memory: float | None = None
+    memory_gemv: float | None = None
+    memory_kv: float | None = None
+    compute: float | None = None
+    compute_fp32: float | None = None
+    compute_bf16: float | None = None
+    compute_fp8: float | None = None
+    compute_int8: float | None = None
+    compute_fp4: float | None = None
+    attention: float | None = None
+    gemm_floor: float | None = None
+    link: float | None = None
+    gemm_min_tokens: float | None = Field(None, ge=1)
+    gemm_half_tokens: float | None = Field(None, ge=0)
+    gemv_max_tokens: float | None = Field(None, ge=1)
+    kernel_overhead_s: float | None = Field(None, ge=0)
+    kernels_per_expert: float | None = Field(None, ge=0)
+    step_overhead_s: float | None = Field(None, ge=0)
+    prefill_chunk_tokens: float | None = Field(None, ge=0)  # prompt tokens per prefill step (-ub, num_batch); 0 = all
+    # large-GEMM efficiency of one weight format's kernels, beside its math dtype's (llama.cpp MMQ per k-quant)
+    compute_by_format: dict[str, float] = {}
+
+    @model_validator(mode="after")
+    def _fractions(self):
+        for name in FRACTION_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not 0 < value <= 1:
+                raise ValueError(f"{name}: {value} is not a fraction of the peak in (0, 1]")
+        for fmt, value in self.compute_by_format.items():
+            weight_format(fmt)  # an unknown format name fails here
+            if not 0 < value <= 1:
+                raise ValueError(f"compute_by_format.{fmt}: {value} is not a fraction of the peak in (0, 1]")
+        return self
+
+    def values(self) -> dict:
+        """The fields this scope sets (compute_by_format merged by the caller)."""
+        return {k: v for k, v in self.model_dump(exclude={"compute_by_format"}).items() if v is not None}
+
+
+class Scheduler(_Strict):
+    """RUNTIME_SCHEDULER.md: the serving simulator's per-step limits. None = the generic default."""
+
+    max_num_batched_tokens: int | None = Field(None, gt=0)
+    max_num_seqs: int | None = Field(None, gt=0)
+    chunked_prefill: bool | None = None
+    block_size_tokens: int | None = Field(None, gt=0)
+    parallel_slots: int | None = Field(None, gt=0)
+    slot_context_tokens: int | None = Field(None, gt=0)
+
+
+class MemoryPolicy(_Strict):
+    """RUNTIME_SCHEDULER.md: how the runtime sizes its KV cache."""
+
+    policy: Literal["preallocate", "on_demand", "per_slot"] | None = None
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    default_context_tokens: int | None = Field(None, gt=0)
+
+
+class Version(_Strict):
+    """One version range of a runtime: from `version` (inclusive) to the next entry."""
+
+    version: str
+    released: str | None = None  # YYYY-MM(-DD): rows that give a date but no version map here
+    notes: str = ""
+    cuda_graphs: bool | None = None  # decode steps captured as CUDA graphs (launch cost paid once per step)
+    efficiency: dict[str, EfficiencyOverrides] = {}
+    scheduler: Scheduler = Scheduler()
+    memory: MemoryPolicy = MemoryPolicy()
+
+
+class RuntimeProfile(_Strict):
+    name: str
+    display_name: str
+    aliases: list[str] = []
+    description: str = ""
+    homepage: str
+    runs_on: list[str]  # vendors and/or hardware kinds it runs on: nvidia, amd, intel, apple, cpu, ...
+    weight_formats: list[str]  # the formats it can load (roofline's names, see `roofline formats`)
+    kv_formats: list[str]
+    default_kv_format: str
+    cuda_graphs: bool | None = None
+    efficiency: dict[str, EfficiencyOverrides] = {}
+    scheduler: Scheduler = Scheduler()
+    memory: MemoryPolicy = MemoryPolicy()
+    versions: list[Version] = []  # oldest first
+    fitted: dict[str, EfficiencyOverrides] = {}  # written by benchmarks/fit_runtimes.py; scope or scope@version
+    fitted_from: dict[str, str] = {}  # fitted scope -> the published rows and sources it was fitted on
+    sources: dict[str, str]  # dotted field -> where the number comes from (docs, source default, fitted rows)
+    uncertain: dict[str, str] = {}
+
+    @field_validator("name")
+    @classmethod
+    def _lowercase_name(cls, v: str) -> str:
+        if v != v.lower() or " " in v:
+            raise ValueError("must be lowercase with no spaces, e.g. 'vllm'")
+        return v
+
+    @field_validator("weight_formats")
+    @classmethod
+    def _weight_formats(cls, v: list[str]) -> list[str]:
+        return [weight_format(f).name for f in v]
+
+    @field_validator("kv_formats")
+    @classmethod
+    def _kv_formats(cls, v: list[str]) -> list[str]:
+        return [kv_format(f).name for f in v]
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if kv_format(self.default_kv_format).name not in self.kv_formats:
+            raise ValueError(f"default_kv_format '{self.default_kv_format}' is not in kv_formats")
+        for where, table in [("efficiency", self.efficiency), ("fitted", self.fitted)] + \
+                [(f"versions.{v.version}.efficiency", v.efficiency) for v in self.versions]:
+            for scope in table:
+                if not _valid_scope(scope.split("@")[0]):
+                    raise ValueError(f"{where}.{scope}: scope must be default, a kind ({', '.join(SCOPE_KINDS)}), "
+                                     "a vendor, or vendor-kind like nvidia-soc")
+        for scope in self.fitted:
+            if scope not in self.fitted_from:
+                raise ValueError(f"fitted.{scope}: fitted_from must name the rows it was fitted on")
+        keys = [version_key(v.version) for v in self.versions]
+        if keys != sorted(keys) or len(set(keys)) != len(keys):
+            raise ValueError("versions must be listed oldest first, each once")
+        return self
+
+    def version_names(self) -> list[str]:
+        return [v.version for v in self.versions]
+
+    def serving_policy(self, version: str | None = None) -> dict:
+        """RUNTIME_SCHEDULER.md's fields for the serving simulator (None = generic default), at `version`'s range
+        (None: the newest)."""
+        sched, mem = self.scheduler.model_dump(), self.memory.model_dump()
+        for entry in self.versions_up_to(version):
+            sched.update({k: v for k, v in entry.scheduler.model_dump().items() if v is not None})
+            mem.update({k: v for k, v in entry.memory.model_dump().items() if v is not None})
+        return {**sched, "memory_policy": mem["policy"], "gpu_memory_utilization": mem["gpu_memory_utilization"],
+                "default_context_tokens": mem["default_context_tokens"]}
+
+    def versions_up_to(self, version: str | None) -> list[Version]:
+        """The version entries in effect at `version` (None: all), oldest first; later entries override earlier."""
+        if version is None:
+            return list(self.versions)
+        key = version_key(version)
+        return [v for v in self.versions if version_key(v.version) <= key]
+
+
+def weight_format(name: str):
+    """A weight format, an unknown name as a ValueError (so the card error names the file and field)."""
+    try:
+        return _weight_format(name)
+    except UnknownNameError as err:
+        raise ValueError(str(err)) from None
+
+
+def kv_format(name: str):
+    try:
+        return _kv_format(name)
+    except UnknownNameError as err:
+        raise ValueError(str(err)) from None
+
+
+def _valid_scope(scope: str) -> bool:
+    if scope == "default" or scope in SCOPE_KINDS:
+        return True
+    parts = scope.split("-")
+    return bool(re.fullmatch(r"[a-z]+", parts[0])) and (len(parts) == 1 or len(parts) == 2 and parts[1] in SCOPE_KINDS)
+
+
+def version_key(text: str) -> tuple:
+    """Order versions as users write them: 'b6918' (llama.cpp build) -> (6918,), '0.10.1' -> (0, 10, 1),
+    'v1.0rc2' -> (1, 0, -1, 2). Raises ValueError on text with no number."""
+    t = text.strip().lower().lstrip("vb")
+    nums = re.findall(r"\d+|rc|a|b|dev|post", t)
+    if not nums or not nums[0].isdigit():
+        raise ValueError(f"'{text}' is not a version (like 0.10.1, 1.0 or b6918)")
+    pre = {"dev": -3, "a": -2, "b": -2, "rc": -1, "post": 1}
+    return tuple(int(n) if n.isdigit() else pre[n] for n in nums)
+
+
+class RuntimeChoice(BaseModel):
+    """A runtime as asked for on the command line: the profile, the version asked (None: the newest profile) and
+    the version range it falls in."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    profile: RuntimeProfile
+    version: str | None = None  # as the user wrote it, normalised ('b7941', '0.11')
+    range_start: str | None = None  # the profile entry whose range holds `version`
+
+    @property
+    def label(self) -> str:
+        """'vllm@0.11' or 'llama.cpp@b6918+' (no version asked: the newest profiled range); what every output states."""
+        if self.version:
+            return f"{self.profile.name}@{self.version}"
+        return f"{self.profile.name}@{self.range_start}+" if self.range_start else self.profile.name
+
+
+def choose_version(profile: RuntimeProfile, version: str | None, date: str | None = None) -> RuntimeChoice:
+    """The profile at `version` (or, without one, at `date` YYYY-MM: the newest entry released by then; neither:
+    the newest). A version older than the oldest profiled one is an error naming the known ones."""
+    entries = profile.versions
+    if version is None:
+        dated = [v for v in entries if date and v.released and v.released[:7] <= date[:7]]
+        pick = dated[-1] if date and dated else (entries[0] if date and entries else (entries[-1] if entries else None))
+        return RuntimeChoice(profile=profile, range_start=pick.version if pick else None)
+    try:
+        key = version_key(version)
+    except ValueError as err:
+        raise ValueError(f"{profile.name}@{version}: {err}") from None
+    inside = [v for v in entries if version_key(v.version) <= key]
+    if entries and not inside:
+        known = ", ".join(profile.version_names())
+        raise ValueError(f"{profile.name}@{version} is older than every profiled version ({known})")
+    return RuntimeChoice(profile=profile, version=version, range_start=inside[-1].version if inside else None)

@@ -1,0 +1,268 @@
+"""Runtime profiles (runtimes/*.yaml): schema, lookup by NAME[@VERSION], sources, the fitted values, --runtime on
+every command, the engine-text mapping and the memory policy of `fits`."""
+
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, run_cli
+
+from roofline.calibrate.published import engine_runtime, predict_row, read_rows, runtime_of, source_document
+from roofline.cards.runtime import FRACTION_FIELDS, NUMBER_FIELDS, RuntimeProfile, version_key
+from roofline.cards.store import CardStore
+from roofline.errors import RooflineError, UnknownNameError
+from roofline.perf.efficiency import Efficiency, expected_efficiency
+
+PROFILES = sorted((REPO / "runtimes").glob("*.yaml"))
+CONTRACT = {"max_num_batched_tokens", "max_num_seqs", "chunked_prefill", "block_size_tokens", "parallel_slots",
+            "slot_context_tokens", "memory_policy", "gpu_memory_utilization", "default_context_tokens"}
+
+
+def test_every_issue_runtime_is_bundled():
+    names = {p.stem for p in PROFILES}
+    assert {"llama.cpp", "ollama", "vllm", "sglang", "trtllm", "lmdeploy", "mlx", "tgi", "roofline-engine"} <= names
+    assert [r.name for r in CardStore().all("runtimes")] == sorted(names)
+
+
+@pytest.mark.parametrize("spelling,name", [("llama-cpp", "llama.cpp"), ("llamacpp", "llama.cpp"), ("LLAMA.CPP", "llama.cpp"),
+                                           ("trt-llm", "trtllm"), ("tensorrt-llm", "trtllm"), ("nim", "trtllm"),
+                                           ("mlx-lm", "mlx"), ("vllm", "vllm"), ("sglang", "sglang")])
+def test_aliases(spelling, name):
+    assert CardStore().runtime(spelling).profile.name == name
+
+
+@pytest.mark.parametrize("spec,label,start", [("llama.cpp@b6918", "llama.cpp@b6918", "b6918"),
+                                              ("llama.cpp@b7941", "llama.cpp@b7941", "b6918"),
+                                              ("llama.cpp@b2000", "llama.cpp@b2000", "b1786"),
+                                              ("vllm@0.11", "vllm@0.11", "0.8.0"), ("vllm@0.6.3", "vllm@0.6.3", "0.6.0"),
+                                              ("trtllm@1.0", "trtllm@1.0", "1.0"), ("vllm", "vllm@0.8.0+", "0.8.0")])
+def test_versions_as_users_write_them(spec, label, start):
+    choice = CardStore().runtime(spec)
+    assert (choice.label, choice.range_start) == (label, start)
+
+
+def test_version_order():
+    assert version_key("0.9.0.1") < version_key("0.10.1") < version_key("0.11") and version_key("b1786") < version_key("b6918")
+
+
+def test_date_picks_the_version_in_use():
+    assert CardStore().runtime("llama.cpp", "2024-05").range_start == "b1786"
+    assert CardStore().runtime("llama.cpp", "2025-12").range_start == "b6918"
+
+
+@pytest.mark.parametrize("spec,match", [("vlm", "did you mean vllm"), ("vllm@0.1", "older than every profiled"),
+                                        ("vllm@abc", "not a version")])
+def test_unknown_runtime_or_version_is_one_line_exit_2(spec, match):
+    run = run_cli("predict", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", spec)
+    assert run.returncode == 2 and match in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def _bad_profile(tmp_path: Path, change) -> Path:
+    data = yaml.safe_load((REPO / "runtimes" / "vllm.yaml").read_text())
+    change(data)
+    folder = tmp_path / "runtimes"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vllm.yaml").write_text(yaml.safe_dump(data))
+    return tmp_path
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda d: d.update(speed=3), "unknown field"),
+    (lambda d: d.update(efficiency={"nvidia-gpu": {"memory": -0.5}}), "not a fraction"),
+    (lambda d: d.update(efficiency={"nvidia-gpu": {"step_overhead_s": -1}}), "step_overhead_s"),
+    (lambda d: d.update(weight_formats=["fp16", "q9_z"]), "unknown weight format"),
+    (lambda d: d.update(fitted={"intel-cpu": {"memory": 0.9}}), "fitted_from"),
+    (lambda d: d.update(efficiency={"mars": {"memory": 0.9}, "marsian-gpu-x": {}}), "scope"),
+])
+def test_bad_profiles_are_one_line_exit_2(tmp_path, change, match):
+    cards = _bad_profile(tmp_path, change)
+    run = run_cli("predict", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm", "--cards", str(cards))
+    assert run.returncode == 2, run.stderr
+    assert match in run.stderr and "vllm.yaml" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_cards_dir_overrides_bundled_profile(tmp_path):
+    cards = _bad_profile(tmp_path, lambda d: d["memory"].update(gpu_memory_utilization=0.5))
+    assert CardStore([cards]).runtime("vllm").profile.memory.gpu_memory_utilization == 0.5
+    assert CardStore().runtime("vllm").profile.memory.gpu_memory_utilization == 0.9
+
+
+def _numbers(node, path=""):
+    """Dotted paths of every number (bools excluded) in a mapping."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _numbers(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list):
+        for item in node:
+            key = item.get("version", "") if isinstance(item, dict) else ""
+            yield from _numbers({k: v for k, v in item.items() if k != "version"} if key else item, f"{path}.{key}")
+    elif isinstance(node, (int, float)) and not isinstance(node, bool):
+        yield path
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
+def test_every_profile_number_has_a_source(path):
+    data = yaml.safe_load(path.read_text())
+    sources = data["sources"]
+    for section in ("efficiency", "scheduler", "memory", "versions"):
+        for number in _numbers(data.get(section, {}), section):
+            parts = number.split(".")
+            assert any(".".join(parts[:i]) in sources for i in range(1, len(parts) + 1)), f"{path.name}: {number}"
+    for scope in data.get("fitted", {}):
+        assert "fitted on rows" in data["fitted_from"][scope] and "benchmarks/fit_runtimes.py" in data["fitted_from"][scope]
+
+
+def test_schema_fields_match_efficiency():
+    names = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format"}
+    assert set(FRACTION_FIELDS) | set(NUMBER_FIELDS) == names
+
+
+@pytest.mark.parametrize("name", [p.stem for p in PROFILES])
+def test_serving_policy_has_the_contract_fields(name):
+    policy = CardStore().runtime(name).profile.serving_policy()
+    assert set(policy) == CONTRACT
+
+
+def test_serving_policy_follows_the_version():
+    vllm = CardStore().runtime("vllm").profile
+    assert vllm.serving_policy("0.6.0")["max_num_batched_tokens"] == 512
+    assert vllm.serving_policy()["max_num_batched_tokens"] == 8192
+    assert CardStore().runtime("ollama").profile.serving_policy("0.5.0")["default_context_tokens"] == 2048
+
+
+def test_profile_applies_on_top_of_the_kind_defaults():
+    st = CardStore()
+    spark, h100 = st.hardware("dgx-spark"), st.hardware("h100-sxm")
+    generic = expected_efficiency(spark)
+    llama = expected_efficiency(spark, st.runtime("llama.cpp@b6918"))
+    assert generic.runtime == "generic" and llama.runtime == "llama.cpp@b6918"
+    assert llama.prefill_chunk_tokens == 512 and generic.prefill_chunk_tokens == 0
+    assert llama.compute_for("fp4", "mxfp4") != generic.compute_for("fp4", "mxfp4")  # fitted MXFP4 MoE prefill
+    assert expected_efficiency(h100, st.runtime("vllm")).compute_for("bf16") == expected_efficiency(h100).compute_for("bf16")
+
+
+@pytest.mark.parametrize("args,match", [
+    (("--hw", "h100-sxm", "--runtime", "trtllm", "--quant", "q4_k_m"), "TensorRT-LLM cannot run q4_k_m"),
+    (("--hw", "apple-m3-max", "--runtime", "mlx", "--quant", "nvfp4"), "MLX-LM cannot run nvfp4"),
+    (("--hw", "apple-m3-max", "--runtime", "trtllm"), "does not run on apple-m3-max"),
+    (("--hw", "h100-sxm", "--runtime", "ollama", "--kv-quant", "fp8"), "no fp8 KV cache"),
+])
+def test_a_format_or_device_the_runtime_cannot_run_is_one_line(args, match):
+    run = run_cli("predict", "-m", "llama-3.1-8b", *args)
+    assert run.returncode == 2 and match in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+COMMANDS = [
+    ("predict", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "q4_k_m"),
+    ("sweep", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "q4_k_m", "--concurrency", "1,2"),
+    ("compare", "-m", "llama-3.1-8b", "--hw", "rtx-4090,h100-sxm", "--quant", "q4_k_m"),
+    ("fits", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "q4_k_m"),
+]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: c[0])
+def test_runtime_on_every_command_is_stated(cmd):
+    with_rt = run_cli(*cmd, "--runtime", "llama.cpp@b6918", "--json")
+    plain = run_cli(*cmd, "--json")
+    assert with_rt.returncode == 0 and plain.returncode == 0, with_rt.stderr + plain.stderr
+    a, b = json.loads(with_rt.stdout), json.loads(plain.stdout)
+    first = (lambda d: d[0] if isinstance(d, list) else d)
+    assert first(a)["runtime"] == "llama.cpp@b6918" and first(b)["runtime"] == "generic"
+    table = run_cli(*cmd, "--runtime", "llama.cpp@b6918")
+    assert "llama.cpp@b6918" in table.stdout
+
+
+@pytest.mark.parametrize("kind", ["roofline", "sweep", "memory"])
+def test_runtime_on_plot(kind, tmp_path):
+    run = run_cli("plot", kind, "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm@0.11",
+                  "-o", str(tmp_path / "x.png"), "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["runtime"] == "vllm@0.11" and (tmp_path / "x.png").stat().st_size > 0
+
+
+def test_runtime_changes_the_prediction():
+    st = CardStore()
+    h100 = st.hardware("h100-sxm")
+    import roofline
+    from roofline.perf.request import predict
+    from roofline.perf.workload import make_workload
+
+    wl = make_workload(prompt_tokens=32768, quant="bf16")
+    card = st.model("llama-3.1-8b")
+    chunked = predict(card, h100, wl, eff=expected_efficiency(h100, st.runtime("vllm")))
+    generic = roofline.predict("llama-3.1-8b", "h100-sxm", wl)
+    assert chunked.runtime == "vllm@0.8.0+" and generic.runtime == "generic"
+    assert chunked.ttft_s != pytest.approx(generic.ttft_s, rel=1e-3)  # 4 chunks of 8192 tokens re-read the weights
+
+
+def test_fits_vllm_concurrency_comes_from_the_preallocated_pool():
+    args = ("fits", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--context", "32k", "--json")
+    generic, vllm = (json.loads(run_cli(*args, *extra).stdout) for extra in ((), ("--runtime", "vllm")))
+    assert vllm["memory_policy"] == {"policy": "preallocate", "gpu_memory_utilization": 0.9, "context_default": False}
+    assert vllm["capacity_bytes"] == pytest.approx(0.9 * generic["capacity_bytes"])
+    assert vllm["max_concurrency"] < generic["max_concurrency"]
+
+
+def test_fits_ollama_allocates_its_default_context_unless_asked():
+    base = ("fits", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "q4_k_m", "--runtime", "ollama", "--json")
+    default, asked = json.loads(run_cli(*base).stdout), json.loads(run_cli(*base, "--context", "32k").stdout)
+    assert default["context_tokens"] == 4096 and default["memory_policy"]["context_default"]
+    assert asked["context_tokens"] == 32768 and asked["kv_quant"] == "fp16"
+
+
+def test_fits_runtime_bytes_still_accepted():
+    run = run_cli("fits", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "3 GB", "--json")
+    assert run.returncode == 0 and json.loads(run.stdout)["budget"]["runtime"] == 3e9
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("llama.cpp CUDA build 7941", ("llama.cpp", "b7941")), ("vLLM 0.10.1", ("vllm", "0.10.1")),
+    ("TensorRT-LLM 0.17 (trtllm-bench throughput)", ("trtllm", "0.17")), ("SGLang 0.3.0", ("sglang", "0.3.0")),
+    ("MLX-LM", ("mlx", None)), ("MLX-LM 0.20.4 (MLX 0.21.1)", ("mlx", "0.20.4")), ("Ollama (version not stated)", ("ollama", None)),
+    ("NVIDIA NIM 1.3 for LLMs", ("trtllm", None)), ("lmdeploy 0.0.3 TurboMind", ("lmdeploy", "0.0.3")),
+    ("MLC-LLM (version not stated; Aug 2023), as measured by lmdeploy", (None, None)),
+    ("Intel Gaudi software (SynapseAI) 1.18.0", (None, None)),
+])
+def test_engine_text_maps_to_a_profile(text, expected):
+    assert engine_runtime(text) == expected
+
+
+def test_row_maps_by_date_when_no_version():
+    row = {"engine": "llama.cpp (May 2024, build not stated), llama-bench defaults"}
+    assert runtime_of(row, CardStore()).range_start == "b1786"
+
+
+def test_source_document_groups_tables_of_one_document():
+    a = "github.com/NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md @258c7540 (v0.17 tables), 'Throughput'"
+    b = "github.com/NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md @258c7540, 'Online Serving'"
+    assert source_document(a) == source_document(b)
+
+
+# Training rows the fitted profiles reproduce (in-sample; the held-out error is in docs/runtimes.md):
+# (id, tolerance): H003/H004 llama.cpp b6918 gpt-oss-120b decode on the Spark, H012 its Q8_0 prefill,
+# C098 llama.cpp b1786 prefill on the RTX 4090, C001/C002 TensorRT-LLM 0.17 max-load on H200/H100.
+QUOTED = [("H003", 0.10), ("H004", 0.10), ("H012", 0.10), ("C098", 0.10), ("C001", 0.10), ("C002", 0.10)]
+
+
+@pytest.mark.parametrize("row_id,tol", QUOTED)
+def test_fitted_profiles_reproduce_quoted_training_rows(row_id, tol):
+    rows = {r["id"]: r for r in read_rows(REPO / "benchmarks/data/published_train.csv")
+            + read_rows(REPO / "benchmarks/data/published_collected.csv")}
+    st = CardStore()
+    p = predict_row(rows[row_id], st, runtime=runtime_of(rows[row_id], st))
+    assert p.runtime != "generic"
+    assert p.predicted == pytest.approx(p.measured, rel=tol)
+
+
+def test_unknown_profile_names_are_unknown_name_errors():
+    with pytest.raises(UnknownNameError):
+        CardStore().runtime("llama.cp")
+    with pytest.raises(RooflineError):
+        CardStore().runtime("llama.cpp@b10")
+
+
+def test_profiles_validate_strictly():
+    data = yaml.safe_load((REPO / "runtimes" / "llama.cpp.yaml").read_text())
+    assert RuntimeProfile.model_validate(data).name == "llama.cpp"
