@@ -49,7 +49,8 @@ class Scheduler:
             if seq.status is not Status.RUNNING:
                 continue  # preempted earlier in this loop
             n = min(seq.num_uncomputed, budget)
-            if not self._make_room(seq, seq.num_computed_tokens + n, out):
+            held = seq.num_computed_tokens + n
+            if -(-held // self.blocks.block_size) > len(seq.block_table) and not self._make_room(seq, held, out):
                 continue
             out.append(Scheduled(seq, n))
             budget -= n
@@ -85,11 +86,17 @@ class Scheduler:
         running = self.running
         if not running or len(running) > self.max_step_tokens:
             return 0
-        if any(s.num_uncomputed != 1 for s in running):
-            return 0
+        k = None
+        for s in running:
+            n = len(s.token_ids)
+            if n - s.num_computed_tokens != 1:
+                return 0
+            left = s.max_tokens - n + s.num_prompt_tokens  # tokens still to generate
+            k = left if k is None or left < k else k
         if self.waiting and self._admissible(self.waiting[0], self.max_step_tokens - len(running), False):
             return 0
-        k = min(s.max_tokens - (len(s) - s.num_prompt_tokens) for s in running)
+        if self._growth(k) <= self.blocks.num_free:
+            return k
         lo, hi = 0, k  # the most steps whose block growth fits the free list (growth is monotone in steps)
         while lo < hi:
             mid = (lo + hi + 1) // 2
@@ -115,11 +122,12 @@ class Scheduler:
                 takes.append((held - s.num_computed_tokens, i, s, held))
         for _, _, s, held in sorted(takes, key=lambda t: (t[0], t[1])):
             self.blocks.grow(s, held)
-        done = []
+        done, extra, publish = [], [token] * steps, self.blocks.publish
         for s in list(self.running):
             s.num_computed_tokens += steps
-            s.token_ids.extend([token] * steps)
-            self.blocks.publish(s)
+            s.token_ids += extra
+            if s.num_computed_tokens // bs > s.num_published_blocks:
+                publish(s)
             if s.done:
                 self._retire(s)
                 done.append(s)
@@ -153,13 +161,14 @@ class Scheduler:
 
     def finish_step(self, work: list[Scheduled], sampled: dict[int, int]) -> list[Sequence]:
         """Record computed tokens and sampled ones; retire finished sequences. Returns those that finished."""
-        done = []
+        done, bs = [], self.blocks.block_size
         for item in work:
             seq = item.seq
             seq.num_computed_tokens += item.num_tokens
             if seq.seq_id in sampled:
                 seq.token_ids.append(sampled[seq.seq_id])
-            self.blocks.publish(seq)
+            if seq.num_computed_tokens // bs > seq.num_published_blocks:
+                self.blocks.publish(seq)
             if seq.done:
                 self._retire(seq)
                 done.append(seq)

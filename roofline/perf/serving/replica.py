@@ -164,9 +164,9 @@ class Replica:
         steps = max(1, min(horizon, int(np.searchsorted(starts, until, side="left"))))
         ends, durations = ends[:steps], durations[:steps]
         last = np.fromiter((s.last_emit_s for s in running), float, len(running))
-        self.metrics.itl.add(ends[0] - last)  # each sequence's first gap: since its own last token
+        self.metrics.itl.add((ends[0] - last).tolist())  # each sequence's first gap: since its own last token
         if steps > 1:
-            self.metrics.itl.add(durations[1:], len(running))
+            self.metrics.itl.add(durations[1:].tolist(), len(running))
         done = self.scheduler.advance_decode(steps, 0)
         self.now = float(ends[-1])
         for s in running:
