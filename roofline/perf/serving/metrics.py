@@ -54,7 +54,7 @@ class Histogram:
             return float("nan")
         cum = np.cumsum(self.counts)
         i = int(np.searchsorted(cum, q / 100 * self.weight))
-        return LOW_S * BIN_RATIO ** (i + 0.5)
+        return 0.0 if i == 0 else LOW_S * BIN_RATIO ** (i + 0.5)  # bin 0 holds the zeros (no wait at all)
 
     def summary(self) -> dict:
         self._flush()
