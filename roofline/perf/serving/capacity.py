@@ -70,10 +70,14 @@ def search_config(card, cfg: Config, policy: ServingPolicy, prompt: Lengths, out
     if best is None:
         return {**row, "fits": True, "max_rate_per_s": 0.0, "max_clients": 0,
                 "why": "one client alone misses the SLO"}
-    hi = best.summary()["requests_per_s"] * 2  # open loop above the closed loop's throughput at the SLO
-    lo, good = 0.0, None
-    for _ in range(RATE_STEPS):
-        mid = hi if good is None and lo == 0.0 else (lo + hi) / 2
+    lo, hi, good = 0.0, best.summary()["requests_per_s"] * 2, None  # above the closed loop's rate at the SLO
+    for _ in range(RATE_STEPS):  # widen until a rate fails (the bracket's top), then bisect
+        r = run(rate=hi, requests=requests)
+        if not _meets(r, slo_ttft_s, slo_itl_s):
+            break
+        lo, good, hi = hi, r, hi * 2
+    for _ in range(RATE_STEPS if good is None or lo < hi else 0):
+        mid = (lo + hi) / 2
         r = run(rate=mid, requests=requests)
         if _meets(r, slo_ttft_s, slo_itl_s):
             lo, good = mid, r
