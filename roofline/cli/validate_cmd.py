@@ -108,6 +108,8 @@ def validate_cmd(
     hw: Annotated[Optional[str], typer.Option("--hw", help="Card to predict with (engine shapes).")] = None,
     engine_shapes: Annotated[bool, typer.Option("--engine-shapes", help="Run fresh shapes in the engine.")] = False,
     published: Annotated[Optional[Path], typer.Option("--published", help="A published-measurements CSV.")] = None,
+    serving: Annotated[bool, typer.Option("--serving", help="Serve a Poisson trace and a closed loop in the engine "
+                                          "for real and in the serving simulator; TTFT/ITL/throughput errors.")] = False,
     device: Annotated[str, typer.Option(help="Engine device: cpu or cuda.")] = "cpu",
     dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: the card's calibration dtype).")] = None,
     out: Annotated[Optional[Path], typer.Option("--output-file", "-o", help="Predicted-vs-measured scatter (.png).")] = None,
@@ -128,8 +130,11 @@ def validate_cmd(
     st = store(cards)
     if published is not None:
         return _published(st, published, as_json)
+    if serving:
+        return _serving(st, hw, device, dtype, as_json)
     if not engine_shapes:
-        raise RooflineError("say what to validate against: --engine-shapes (with --hw) or --published FILE.csv")
+        raise RooflineError("say what to validate against: --engine-shapes, --serving (with --hw) or --published "
+                            "FILE.csv")
     card = st.hardware(hw or "host")
     dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
     spec = {**FRESH, "cards": [m.strip() for m in model.split(",") if m.strip()], "batches": int_list("--batch", batch),
@@ -202,5 +207,25 @@ def _published(st, path: Path, as_json: bool) -> None:
             yield _error_table(f"without the {len(beyond)} rows beyond the ceiling", data["metrics_within_ceiling"])
         if data["skipped"]:
             yield table("skipped", ["row", "why"], [(s["id"], s["why"]) for s in data["skipped"]])
+
+    emit(data, as_json, render)
+
+
+def _serving(st, hw: str | None, device: str, dtype: str | None, as_json: bool) -> None:
+    engine_modules()  # a clear line when torch is missing
+    from roofline.cli.validate_serving import SPEC, serving_validation
+
+    card = st.hardware(hw or "host")
+    dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
+    rows = serving_validation(card, st, device, dtype)
+    data = {"hardware": card.name, "spec": SPEC, "dtype": dtype, "traces": rows}
+
+    def render():
+        keys = ("ttft_p50_s", "ttft_p90_s", "itl_p50_s", "itl_p90_s", "output_tok_s")
+        yield table(f"served by the engine vs simulated on {card.name} ({SPEC['model']}, {SPEC['layers']} layers, "
+                    f"vocab {SPEC['vocab']}, {dtype})", ["trace", "metric", Column("measured", "right"),
+                                                         Column("simulated", "right"), Column("error", "right")],
+                    [(r["trace"], k, f"{r['measured'][k]:.4g}", f"{r['predicted'][k]:.4g}",
+                      f"{r['error_pct'][k]:+.1f}%") for r in rows for k in keys])
 
     emit(data, as_json, render)
