@@ -30,13 +30,15 @@ class BlockManager:
     def blocks_needed(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
 
-    def _chain(self, tokens: list[int]) -> list[int]:
-        """Hash of every full block of `tokens`, each chained to the one before."""
-        hashes, h = [], 0
-        for i in range(len(tokens) // self.block_size):
-            h = hash((h, tuple(tokens[i * self.block_size:(i + 1) * self.block_size])))
+    def _chain(self, seq: Sequence, num_blocks: int) -> list[int]:
+        """Hash of each of the sequence's first `num_blocks` full blocks, each chained to the one before. Tokens
+        are only ever appended, so a full block's hash never changes: computed once, kept on the sequence."""
+        hashes, bs = seq.block_hashes, self.block_size
+        h = hashes[-1] if hashes else 0
+        for i in range(len(hashes), num_blocks):
+            h = hash((h, tuple(seq.token_ids[i * bs:(i + 1) * bs])))
             hashes.append(h)
-        return hashes
+        return hashes[:num_blocks]
 
     def _take(self, block: int | None = None) -> int:
         if block is None:
@@ -57,20 +59,24 @@ class BlockManager:
         if not self.prefix_caching:
             return []
         hits = []
-        for h in self._chain(seq.token_ids[: len(seq) - 1]):
+        for h in self._chain(seq, (len(seq) - 1) // self.block_size):
             if h not in self.block_of:
                 break
             hits.append(self.block_of[h])
         return hits
 
+    def _held(self, seq: Sequence, hits: list[int]) -> int:
+        """Tokens whose KV a newly admitted sequence already has: prefix hits, or KV transferred to it whole."""
+        return max(len(hits) * self.block_size, seq.num_transferred_tokens)
+
     def _first_chunk(self, seq: Sequence, hits: list[int], budget: int) -> int:
-        return min(len(seq) - len(hits) * self.block_size, budget)
+        return min(len(seq) - self._held(seq, hits), budget)
 
     def can_allocate(self, seq: Sequence, budget: int) -> bool:
         """Room for a new sequence's prefix hits plus blocks for its first chunk of at most `budget` tokens."""
         hits = self.cached_prefix(seq)
         reused_free = sum(1 for b in hits if self.ref_count[b] == 0)
-        held = len(hits) * self.block_size + self._first_chunk(seq, hits, budget)
+        held = self._held(seq, hits) + self._first_chunk(seq, hits, budget)
         return self.blocks_needed(held) - len(hits) + reused_free <= self.num_free
 
     def allocate(self, seq: Sequence, budget: int) -> int:
@@ -79,7 +85,7 @@ class BlockManager:
         assert not seq.block_table, "sequence already holds blocks"
         hits = self.cached_prefix(seq)
         seq.block_table = [self._take(b) for b in hits]
-        seq.num_computed_tokens = len(hits) * self.block_size
+        seq.num_computed_tokens = self._held(seq, hits)
         chunk = self._first_chunk(seq, hits, budget)
         self.grow(seq, seq.num_computed_tokens + chunk)
         return chunk
@@ -97,10 +103,14 @@ class BlockManager:
         if not self.prefix_caching:
             return
         full = seq.num_computed_tokens // self.block_size
-        for i, h in enumerate(self._chain(seq.token_ids[: full * self.block_size])):
-            block = seq.block_table[i]
+        if full <= seq.num_published_blocks:
+            return
+        hashes = self._chain(seq, full)
+        for i in range(seq.num_published_blocks, full):
+            block, h = seq.block_table[i], hashes[i]
             if block not in self.hash_of and h not in self.block_of:
                 self.hash_of[block], self.block_of[h] = h, block
+        seq.num_published_blocks = full
 
     def free_seq(self, seq: Sequence) -> None:
         """Drop the sequence's references; blocks at zero return to the free list (keeping their hash)."""
@@ -111,6 +121,8 @@ class BlockManager:
                 self.free.append(block)
         seq.block_table = []
         seq.num_computed_tokens = 0
+        seq.num_published_blocks = 0
+        seq.num_transferred_tokens = 0  # a recompute after preemption runs the whole sequence here
 
     def fork(self, parent: Sequence, child: Sequence) -> None:
         """Share the parent's full blocks with a child (e.g. parallel sampling); the partial last block is copied

@@ -22,8 +22,11 @@ class Scheduled:
 
 
 class Scheduler:
-    def __init__(self, blocks: BlockManager, max_num_seqs: int, max_step_tokens: int, state_slots: int = 0):
+    def __init__(self, blocks: BlockManager, max_num_seqs: int, max_step_tokens: int, state_slots: int = 0,
+                 chunked_prefill: bool = True):
         self.blocks, self.max_num_seqs, self.max_step_tokens = blocks, max_num_seqs, max_step_tokens
+        # False: a prompt is admitted only when all of it fits the step's token budget (or the step is empty)
+        self.chunked_prefill = chunked_prefill
         self.waiting: deque[Sequence] = deque()
         self.running: deque[Sequence] = deque()
         self.free_slots = list(range(state_slots))
@@ -46,24 +49,95 @@ class Scheduler:
             if seq.status is not Status.RUNNING:
                 continue  # preempted earlier in this loop
             n = min(seq.num_uncomputed, budget)
-            if not self._make_room(seq, seq.num_computed_tokens + n, out):
+            held = seq.num_computed_tokens + n
+            if -(-held // self.blocks.block_size) > len(seq.block_table) and not self._make_room(seq, held, out):
                 continue
             out.append(Scheduled(seq, n))
             budget -= n
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
-            seq = self.waiting[0]
-            if self.uses_state and not self.free_slots:
-                break
-            if not self.blocks.can_allocate(seq, budget):
-                break
-            self.waiting.popleft()
-            n = self.blocks.allocate(seq, budget)  # prefix hits shrink the work
+        while self.waiting and budget > 0 and self._admissible(self.waiting[0], budget, not out):
+            seq = self.waiting.popleft()
+            n = self.blocks.allocate(seq, self._chunk_budget(budget))  # prefix hits shrink the work
             seq.status = Status.RUNNING
             seq.state_slot = self.free_slots.pop() if self.uses_state else None
             self.running.append(seq)
             out.append(Scheduled(seq, n))
             budget -= n
         return out
+
+    def _chunk_budget(self, budget: int) -> int:
+        return budget if self.chunked_prefill else len(self.blocks.ref_count) * self.blocks.block_size
+
+    def _admissible(self, seq: Sequence, budget: int, step_empty: bool) -> bool:
+        """The head of the queue can start now: a sequence slot, a state slot, blocks for its first chunk, and
+        (chunked prefill off) its whole prompt within the budget unless the step is otherwise empty."""
+        if len(self.running) >= self.max_num_seqs or (self.uses_state and not self.free_slots):
+            return False
+        if not self.chunked_prefill and not step_empty and seq.num_uncomputed > budget:
+            return False
+        return self.blocks.can_allocate(seq, self._chunk_budget(budget))
+
+    # --- pure-decode stretches, advanced in bulk (the serving simulator; the engine steps one at a time) --------
+
+    def decode_horizon(self) -> int:
+        """How many coming steps are certain to be pure decode: every running sequence runs one token, nobody is
+        admitted (the queue's head stays blocked: its blocks only get scarcer) and nobody is preempted (the free
+        blocks cover every sequence's growth). The last of them retires the first sequence to finish. 0 when the
+        next step is anything else."""
+        running = self.running
+        if not running or len(running) > self.max_step_tokens:
+            return 0
+        k = None
+        for s in running:
+            n = len(s.token_ids)
+            if n - s.num_computed_tokens != 1:
+                return 0
+            left = s.max_tokens - n + s.num_prompt_tokens  # tokens still to generate
+            k = left if k is None or left < k else k
+        if self.waiting and self._admissible(self.waiting[0], self.max_step_tokens - len(running), False):
+            return 0
+        if self._growth(k) <= self.blocks.num_free:
+            return k
+        lo, hi = 0, k  # the most steps whose block growth fits the free list (growth is monotone in steps)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._growth(mid) <= self.blocks.num_free:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _growth(self, steps: int) -> int:
+        """Blocks the running sequences take over `steps` decode steps."""
+        need = self.blocks.blocks_needed
+        return sum(max(0, need(s.num_computed_tokens + steps) - len(s.block_table)) for s in self.running)
+
+    def advance_decode(self, steps: int, token: int) -> list[Sequence]:
+        """`steps` (<= decode_horizon()) pure-decode steps at once, `token` sampled each time: the state that as
+        many rounds of schedule() and finish_step() leave, blocks taken in the same order. Returns the finished."""
+        bs = self.blocks.block_size
+        takes = []  # (step, position in the running queue, sequence, tokens held) for each block boundary crossed
+        for i, s in enumerate(self.running):
+            for b in range(len(s.block_table), self.blocks.blocks_needed(s.num_computed_tokens + steps)):
+                held = b * bs + 1
+                takes.append((held - s.num_computed_tokens, i, s, held))
+        for _, _, s, held in sorted(takes, key=lambda t: (t[0], t[1])):
+            self.blocks.grow(s, held)
+        done, extra, publish = [], [token] * steps, self.blocks.publish
+        for s in list(self.running):
+            s.num_computed_tokens += steps
+            s.token_ids += extra
+            if s.num_computed_tokens // bs > s.num_published_blocks:
+                publish(s)
+            if s.done:
+                self._retire(s)
+                done.append(s)
+        return done
+
+    def _retire(self, seq: Sequence) -> None:
+        seq.status = Status.FINISHED
+        self.running.remove(seq)
+        self.blocks.free_seq(seq)
+        self._release_slot(seq)
 
     def _make_room(self, seq: Sequence, num_tokens: int, scheduled: list[Scheduled]) -> bool:
         """Blocks for `seq` to hold `num_tokens`, preempting the newest other running sequences if needed."""
@@ -87,18 +161,16 @@ class Scheduler:
 
     def finish_step(self, work: list[Scheduled], sampled: dict[int, int]) -> list[Sequence]:
         """Record computed tokens and sampled ones; retire finished sequences. Returns those that finished."""
-        done = []
+        done, bs = [], self.blocks.block_size
         for item in work:
             seq = item.seq
             seq.num_computed_tokens += item.num_tokens
             if seq.seq_id in sampled:
                 seq.token_ids.append(sampled[seq.seq_id])
-            self.blocks.publish(seq)
+            if seq.num_computed_tokens // bs > seq.num_published_blocks:
+                self.blocks.publish(seq)
             if seq.done:
-                seq.status = Status.FINISHED
-                self.running.remove(seq)
-                self.blocks.free_seq(seq)
-                self._release_slot(seq)
+                self._retire(seq)
                 done.append(seq)
         return done
 

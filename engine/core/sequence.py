@@ -28,6 +28,9 @@ class Sequence:
     status: Status = Status.WAITING
     state_slot: int | None = None  # recurrent-state slot (Mamba-2 layers)
     preemptions: int = 0
+    num_transferred_tokens: int = 0  # KV computed elsewhere and received whole (a prefill instance's prompt)
+    block_hashes: list[int] = field(default_factory=list)  # chained hash of each full block, filled lazily
+    num_published_blocks: int = 0  # full computed blocks already offered to the prefix cache
 
     def __post_init__(self):
         if not self.token_ids:

@@ -18,6 +18,7 @@ from roofline.cli import (
     plot_cmd,
     predict_cmd,
     runtimes_cmd,
+    serve_cmd,
     sweep_cmd,
     validate_cmd,
 )
@@ -41,6 +42,8 @@ app.command("fits")(fits_cmd.fits_cmd)
 app.command("calibrate")(calibrate_cmd.calibrate_cmd)
 app.command("validate")(validate_cmd.validate_cmd)
 app.command("sweep")(sweep_cmd.sweep_cmd)
+app.command("serve")(serve_cmd.serve_cmd)
+app.command("capacity")(serve_cmd.capacity_cmd)
 app.command("compare")(sweep_cmd.compare_cmd)
 app.command("formats", help="Weight and KV-cache formats with effective bits per value.")(formats_cmd.formats)
 

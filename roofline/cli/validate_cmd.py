@@ -11,6 +11,7 @@ from roofline.calibrate.published import read_published, validate_published
 from roofline.calibrate.validation import FRESH, METRICS, engine_points, summarize_points
 from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
 from roofline.cli.output import Column, emit, table
+from roofline.engine import load
 from roofline.errors import RooflineError
 from roofline.perf.request import predict
 from roofline.perf.workload import make_workload
@@ -25,6 +26,8 @@ def validate_cmd(
     by_source: Annotated[bool, typer.Option("--by-source", help="With --published: fit the runtime profiles "
                                             "leaving each source out and predict it (before: generic; after: "
                                             "profiles), per runtime and metric and per runtime x hardware.")] = False,
+    serving: Annotated[bool, typer.Option("--serving", help="Serve a Poisson trace and a closed loop in the engine "
+                                          "for real and in the serving simulator; TTFT/ITL/throughput errors.")] = False,
     device: Annotated[str, typer.Option(help="Engine device: cpu or cuda.")] = "cpu",
     dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: the card's calibration dtype).")] = None,
     out: Annotated[Optional[Path], typer.Option("--output-file", "-o", help="Predicted-vs-measured scatter (.png).")] = None,
@@ -49,8 +52,11 @@ def validate_cmd(
         if len(published) > 1:
             raise RooflineError("--published: several files need --by-source (or validate one file at a time)")
         return _published(st, published[0], as_json)
+    if serving:
+        return _serving(st, hw, device, dtype, as_json)
     if not engine_shapes:
-        raise RooflineError("say what to validate against: --engine-shapes (with --hw) or --published FILE.csv")
+        raise RooflineError("say what to validate against: --engine-shapes, --serving (with --hw) or --published "
+                            "FILE.csv")
     card = st.hardware(hw or "host")
     dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
     spec = {**FRESH, "cards": [m.strip() for m in model.split(",") if m.strip()], "batches": int_list("--batch", batch),
@@ -137,5 +143,25 @@ def _published(st, path: Path, as_json: bool) -> None:
             yield _error_table(f"without the {len(beyond)} rows beyond the ceiling", data["metrics_within_ceiling"])
         if data["skipped"]:
             yield table("skipped", ["row", "why"], [(s["id"], s["why"]) for s in data["skipped"]])
+
+    emit(data, as_json, render)
+
+
+def _serving(st, hw: str | None, device: str, dtype: str | None, as_json: bool) -> None:
+    load()  # a clear line when torch is missing
+    from roofline.calibrate.serving_validation import SPEC, serving_validation
+
+    card = st.hardware(hw or "host")
+    dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
+    rows = serving_validation(card, st, device, dtype)
+    data = {"hardware": card.name, "spec": SPEC, "dtype": dtype, "traces": rows}
+
+    def render():
+        keys = ("ttft_p50_s", "ttft_p90_s", "itl_p50_s", "itl_p90_s", "output_tok_s")
+        yield table(f"served by the engine vs simulated on {card.name} ({SPEC['model']}, {SPEC['layers']} layers, "
+                    f"vocab {SPEC['vocab']}, {dtype})", ["trace", "metric", Column("measured", "right"),
+                                                         Column("simulated", "right"), Column("error", "right")],
+                    [(r["trace"], k, f"{r['measured'][k]:.4g}", f"{r['predicted'][k]:.4g}",
+                      f"{r['error_pct'][k]:+.1f}%") for r in rows for k in keys])
 
     emit(data, as_json, render)

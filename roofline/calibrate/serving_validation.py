@@ -1,0 +1,107 @@
+"""`roofline validate --serving`: the micro-engine serves a Poisson trace and a closed loop for real (wall-clock
+arrivals into LLMEngine), the simulator predicts the same traces with the same scheduler limits and pool; the
+error of TTFT and ITL p50/p90 and of throughput."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+
+from roofline.calibrate.calibration import engine_quant
+from roofline.perf.efficiency import expected_efficiency
+from roofline.perf.serving.deployment import Fleet
+from roofline.perf.serving.policy import ServingPolicy
+from roofline.perf.serving.replica import ReplicaSetup
+from roofline.perf.serving.simulator import ClosedLoop, simulate
+from roofline.perf.serving.workload import Request, open_loop, parse_lengths
+from roofline.perf.workload import make_workload
+from roofline.sizing.reduce import reduce_card
+
+SPEC = dict(model="qwen2.5-7b", layers=2, vocab=3000, max_num_seqs=16, step_tokens=256, requests=24,
+            prompt="uniform:32,192", output="uniform:8,24", clients=6, seed=0)
+
+
+def _serve_real(eng, reqs: list[Request], clients: int | None) -> dict:
+    """Serve `reqs` in real time (arrivals by the wall clock; a closed loop's next request when one completes)."""
+    rng = random.Random(0)
+    vocab = eng.card.architecture.vocab_size
+    pending = list(reqs) if clients is None else []
+    sizes = iter(reqs)
+    if clients is not None:
+        pending = [Request(0.0, r.prompt_tokens, r.output_tokens) for r in (next(sizes) for _ in range(clients))]
+    t0, live, ttft, gaps, e2e, done_tokens = time.perf_counter(), {}, [], [], [], 0
+    while pending or not eng.scheduler.idle:
+        now = time.perf_counter() - t0
+        while pending and pending[0].arrival_s <= now:
+            r = pending.pop(0)
+            seq = eng.add_request([rng.randrange(vocab) for _ in range(r.prompt_tokens)], r.output_tokens)
+            live[seq.seq_id] = [seq, r.arrival_s, None, None]
+        if eng.scheduler.idle:
+            time.sleep(max(0.0, pending[0].arrival_s - now))
+            continue
+        finished = eng.step()
+        end = time.perf_counter() - t0
+        for rec in live.values():
+            if rec[2] is None and rec[0].output_ids:  # first token this step
+                rec[2] = rec[3] = end
+                ttft.append(end - rec[1])
+                rec.append(len(rec[0].output_ids))
+        for rec in live.values():  # a later token emitted this step: the output grew
+            n = len(rec[0].output_ids)
+            if len(rec) == 5 and n > rec[4]:
+                gaps.append(end - rec[3])
+                rec[3], rec[4] = end, n
+        for seq in finished:
+            rec = live.pop(seq.seq_id)
+            e2e.append(end - rec[1])
+            done_tokens += len(seq.output_ids)
+            if clients is not None:
+                nxt = next(sizes, None)
+                if nxt is not None:
+                    pending.append(Request(end, nxt.prompt_tokens, nxt.output_tokens))
+    total = time.perf_counter() - t0
+    return _stats(ttft, gaps, done_tokens / total)
+
+
+def _stats(ttft, gaps, tok_s) -> dict:
+    return {"ttft_p50_s": float(np.percentile(ttft, 50)), "ttft_p90_s": float(np.percentile(ttft, 90)),
+            "itl_p50_s": float(np.percentile(gaps, 50)), "itl_p90_s": float(np.percentile(gaps, 90)),
+            "output_tok_s": tok_s}
+
+
+def serving_validation(hw, st, device: str, dtype: str, spec: dict = SPEC) -> list[dict]:
+    from roofline.engine.engine import LLMEngine
+
+    card = reduce_card(st.model(spec["model"]), spec["layers"], spec["vocab"])
+    eng = LLMEngine(card, dtype=dtype, device=device, max_num_seqs=spec["max_num_seqs"],
+                    max_step_tokens=spec["step_tokens"], max_kv_bytes=1e9, prefix_caching=False)
+    policy = ServingPolicy(name="engine", max_num_batched_tokens=spec["step_tokens"], max_num_seqs=spec["max_num_seqs"],
+                           block_size_tokens=eng.cfg.block_size, prefix_caching=False)
+    wl = make_workload(quant=engine_quant(dtype), kv_quant=dtype)
+    setup = ReplicaSetup.build(card, hw, wl, policy, expected_efficiency(hw), len(eng.blocks.ref_count))
+    prompt, output = parse_lengths("--prompt", spec["prompt"]), parse_lengths("--output", spec["output"])
+    eng.generate([[1] * 64] * 4, 4)  # warm-up: allocator and kernels
+    # the Poisson rate: ~70% of what the simulator says one replica sustains in a closed loop of `clients`
+    probe = simulate(Fleet(setup), closed=ClosedLoop(spec["clients"], list(open_loop(1.0, spec["requests"], prompt, output,
+                                                                                     spec["seed"]))))
+    rate = 0.7 * probe.summary()["requests_per_s"]
+    rows = []
+    poisson = list(open_loop(rate, spec["requests"], prompt, output, spec["seed"]))
+    for name, reqs, clients in (("poisson", poisson, None), ("closed_loop", poisson, spec["clients"])):
+        measured = _serve_real(eng, reqs, clients)
+        sim = simulate(Fleet(setup), reqs, None) if clients is None else \
+            simulate(Fleet(setup), closed=ClosedLoop(clients, reqs))
+        m = sim.metrics
+        predicted = _stats_from(m)
+        rows.append({"trace": name, "rate_per_s": rate if clients is None else None, "clients": clients,
+                     "measured": measured, "predicted": predicted,
+                     "error_pct": {k: 100 * (predicted[k] - measured[k]) / measured[k] for k in measured}})
+    return rows
+
+
+def _stats_from(m) -> dict:
+    s = m.summary()
+    return {"ttft_p50_s": s["ttft_s"]["p50"], "ttft_p90_s": s["ttft_s"]["p90"], "itl_p50_s": s["itl_s"]["p50"],
+            "itl_p90_s": s["itl_s"]["p90"], "output_tok_s": s["output_tok_s"]}

@@ -1,0 +1,136 @@
+"""`roofline serve` (a runtime's continuous batching over a request stream, simulated) and `roofline capacity`
+(the load and the fleet that meet an SLO)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.output import Column, emit, table
+from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, fmt_rate, fmt_s
+from roofline.errors import RooflineError
+from roofline.perf.serving.policy import policy_for
+from roofline.perf.serving.workload import parse_lengths
+from roofline.perf.workload import make_workload
+
+RuntimeOpt = Annotated[Optional[str], typer.Option("--runtime", help="Runtime whose scheduling limits to simulate: "
+                                                   "vllm, sglang, trtllm, llama.cpp, ollama, generic.")]
+LenOpt = Annotated[str, typer.Option(help="Tokens: N, uniform:LOW,HIGH, normal:MEAN,SD or lognormal:MEAN,SD.")]
+SloOpt = Annotated[Optional[float], typer.Option(help="SLO in seconds.")]
+DISTS = ("ttft_s", "itl_s", "tpot_s", "e2e_s", "queue_wait_s")
+LABELS = {"ttft_s": "TTFT", "itl_s": "ITL (every gap)", "tpot_s": "TPOT (per request)", "e2e_s": "end-to-end",
+          "queue_wait_s": "queue wait"}
+
+
+def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt, output, burstiness, slo_ttft,
+              slo_itl, seed, quant, kv_quant, gpus, pp, replicas=1, router="round_robin", disagg=None,
+              network_gbps=None):
+    """Options -> a ServingResult (shared by serve, sweep and plot serve)."""
+    from roofline.perf.serving.run import build_fleet, parse_disagg, serve
+
+    card, hwc = st.model(model), st.hardware(hw)
+    wl = make_workload(quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
+    if network_gbps is not None and not network_gbps > 0:
+        raise RooflineError(f"--network-gbps: must be > 0, got {network_gbps}")
+    fleet = build_fleet(card, hwc, wl, policy_for(runtime), replicas, router.replace("-", "_"), parse_disagg(disagg),
+                        network_gbps * 1e9 / 8 if network_gbps else None)
+    trace_path = Path(trace) if trace else None
+    result = serve(fleet, parse_lengths("--prompt", prompt), parse_lengths("--output", output), requests,
+                   concurrency, rate, trace_path, burstiness, seed, slo_ttft, slo_itl)
+    result.extra.update(model=card.name, hardware=hwc.name, quant=wl.quant or "native", kv_quant=wl.kv_quant, tp=wl.tp,
+                        pp=wl.pp)
+    return result
+
+
+def serve_cmd(
+    model: Annotated[str, typer.Option("--model", "-m", help="Model card.")],
+    hw: Annotated[str, typer.Option("--hw", help="Hardware card.")],
+    runtime: RuntimeOpt = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="Closed loop: N clients, each sends its next request "
+                                                       "when the last one completes.")] = None,
+    rate: Annotated[Optional[float], typer.Option(help="Open loop: requests per second.")] = None,
+    trace: Annotated[Optional[str], typer.Option(help="Trace file (CSV or JSONL): arrival_s, prompt_tokens, "
+                                                 "output_tokens[, prefix_id, prefix_tokens].")] = None,
+    requests: Annotated[int, typer.Option(help="Requests to serve (a trace: at most this many).")] = 1000,
+    prompt: LenOpt = "500", output: LenOpt = "200",
+    burstiness: Annotated[float, typer.Option(help="Open loop: gamma shape of the gaps (1 = Poisson, <1 bursty).")] = 1.0,
+    slo_ttft: SloOpt = None, slo_itl: SloOpt = None,
+    seed: Annotated[int, typer.Option(help="Random seed (arrivals and lengths).")] = 0,
+    quant: QuantOpt = None, kv_quant: KvOpt = "bf16", gpus: GpusOpt = 1, pp: PpOpt = 1,
+    replicas: Annotated[int, typer.Option(help="Replicas behind the router.")] = 1,
+    router: Annotated[str, typer.Option(help="round_robin, least_tokens or prefix.")] = "round_robin",
+    disagg: Annotated[Optional[str], typer.Option(help="Prefill/decode disaggregation P:D replicas.")] = None,
+    network_gbps: Annotated[Optional[float], typer.Option(help="KV transfer rate for --disagg in Gbit/s "
+                                                          "(default: the card's GPU link).")] = None,
+    as_json: JsonOpt = False, cards: CardsOpt = None,
+):
+    """Simulate a runtime serving a request stream: TTFT, ITL, end-to-end percentiles, throughput, goodput."""
+    result = run_serve(store(cards), model, hw, runtime, concurrency, rate, trace, requests, prompt, output,
+                       burstiness, slo_ttft, slo_itl, seed, quant, kv_quant, gpus, pp, replicas, router, disagg,
+                       network_gbps)
+    data = result.summary()
+    emit(data, as_json, lambda: render_serve(data))
+
+
+def render_serve(d: dict):
+    load = {"closed_loop": f"{d.get('concurrency')} clients (closed loop)",
+            "open_loop": f"{d.get('rate_per_s')} req/s (open loop, burstiness {d.get('burstiness')})",
+            "trace": f"trace {d.get('trace')}"}[d["mode"]]
+    title = (f"{d['model']} on {d['hardware']} x{d['gpus']} · {d['runtime']} · {load} · {d['requests']} requests · "
+             f"weights {d['quant']}, KV {d['kv_quant']}")
+    rows = [(LABELS[k], *(fmt_s(d[k][q]) for q in ("mean", "p50", "p90", "p95", "p99"))) for k in DISTS]
+    yield table(title, ["", *(Column(q, "right") for q in ("mean", "p50", "p90", "p95", "p99"))], rows)
+    yield (f"throughput {d['requests_per_s']:.2f} req/s · output {fmt_rate(d['output_tok_s'])} tok/s "
+           f"({fmt_rate(d['output_tok_s_per_gpu'])} per GPU) · total {fmt_rate(d['total_tok_s'])} tok/s · goodput "
+           f"{d['goodput_requests_per_s']:.2f} req/s ({d['slo_attainment']:.0%} within the SLO) · preemptions "
+           f"{d['preemptions']} · KV pool {d['kv_pool_tokens_per_replica']:,} tokens per replica")
+
+
+def capacity_cmd(
+    model: Annotated[str, typer.Option("--model", "-m", help="Model card.")],
+    hw: Annotated[str, typer.Option("--hw", help="Hardware card(s), comma-separated.")],
+    slo_ttft: Annotated[float, typer.Option(help="TTFT objective, seconds.")],
+    slo_itl: Annotated[float, typer.Option(help="ITL (time per output token) objective, seconds.")],
+    runtime: RuntimeOpt = None,
+    target_rate: Annotated[Optional[float], typer.Option(help="Requests/s the fleet must sustain.")] = None,
+    usd_per_gpu_hour: Annotated[Optional[float], typer.Option(help="Price of one GPU-hour, USD.")] = None,
+    prompt: LenOpt = "500", output: LenOpt = "200",
+    requests: Annotated[int, typer.Option(help="Requests per simulated load point.")] = 200,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    as_json: JsonOpt = False, cards: CardsOpt = None,
+):
+    """Search GPUs per replica, weight and KV formats for the highest rate and clients meeting the SLO."""
+    from roofline.perf.serving.capacity import ATTAINMENT, capacity
+
+    st = store(cards)
+    card = st.model(model)
+    hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
+    rows = capacity(card, hws, policy_for(runtime), parse_lengths("--prompt", prompt), parse_lengths("--output", output),
+                    slo_ttft, slo_itl, target_rate, usd_per_gpu_hour, requests, seed)
+    data = {"model": card.name, "runtime": policy_for(runtime).name, "slo_ttft_s": slo_ttft, "slo_itl_s": slo_itl,
+            "attainment": ATTAINMENT, "target_rate_per_s": target_rate, "configurations": rows}
+
+    def render():
+        ok = sorted((r for r in rows if r.get("max_rate_per_s")), key=lambda r: -r["max_rate_per_s"] / r["tp"])
+        cols = ["hardware", Column("GPUs/replica", "right"), "weights", "KV", Column("max req/s", "right"),
+                Column("max clients", "right"), Column("output tok/s", "right")]
+        cols += [Column("replicas", "right"), Column("GPUs", "right")] if target_rate else []
+        cols += [Column("$/M out tok", "right")] if usd_per_gpu_hour else []
+        body = []
+        for r in ok:
+            line = [r["hardware"], r["tp"], r["quant"], r["kv_quant"], f"{r['max_rate_per_s']:.2f}", r["max_clients"],
+                    fmt_rate(r["output_tok_s"])]
+            line += [r["replicas"], r["gpus"]] if target_rate else []
+            line += [f"{r['usd_per_m_output_tokens']:.2f}"] if usd_per_gpu_hour else []
+            body.append(line)
+        yield table(f"{card.name} · {data['runtime']} · SLO TTFT <= {slo_ttft} s and TPOT <= {slo_itl} s for "
+                    f"{ATTAINMENT:.0%} of requests · {prompt} -> {output} tokens", cols, body)
+        skipped = [r for r in rows if not r.get("max_rate_per_s")]
+        if skipped:
+            yield table("configurations left out", ["hardware", "GPUs", "weights", "KV", "why"],
+                        [(r["hardware"], r["tp"], r["quant"], r["kv_quant"], r.get("why", "")) for r in skipped])
+
+    emit(data, as_json, render)

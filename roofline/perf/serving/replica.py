@@ -1,0 +1,207 @@
+"""One engine instance (a TP x PP group of GPUs) in the simulation: the engine's Scheduler and BlockManager over a
+KV pool sized by the memory budget, a clock, and the step timer."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.model import ModelCard
+from roofline.engine.core.block_manager import BlockManager
+from roofline.engine.core.scheduler import Scheduler
+from roofline.engine.core.sequence import Sequence
+from roofline.errors import RooflineError
+from roofline.perf.efficiency import Efficiency
+from roofline.perf.serving.metrics import Collector
+from roofline.perf.serving.policy import ServingPolicy
+from roofline.perf.serving.steptime import StepTimer
+from roofline.perf.serving.workload import Request
+from roofline.perf.workload import Workload
+from roofline.sizing.memory import Deployment, memory_budget
+
+UNBOUNDED_BLOCKS = 1 << 20  # a model with no per-token KV (pure Mamba-2): blocks only count positions
+
+
+def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: ServingPolicy) -> int:
+    """Blocks of `policy.block_size_tokens` the KV pool holds on each GPU of a replica. preallocate / on_demand:
+    what `memory_budget` leaves of `gpu_memory_utilization` x capacity (never the OS's reserve) after weights,
+    activations at the step's token budget and the runtime. per_slot: each slot's context, if it fits."""
+    slots = policy.effective_max_seqs
+    dep = Deployment(wl.tp, wl.pp, policy.block_size_tokens, policy.max_num_batched_tokens)
+    if policy.memory_policy == "per_slot":
+        ctx = policy.slot_context_tokens or policy.default_context_tokens or card.architecture.max_context
+        budget = memory_budget(card, hw, wl.quant, wl.kv_quant, ctx, slots, dep)
+        if not bool(budget.fits):
+            raise RooflineError(f"{card.name} on {hw.name}: {slots} slots of {ctx:,} tokens need "
+                                f"{float(budget.total_bytes) / 1e9:,.1f} GB of {hw.memory.capacity_bytes / 1e9:,.1f} GB; "
+                                f"use fewer slots, a shorter context or a smaller --quant")
+        return slots * -(-ctx // policy.block_size_tokens)
+    budget = memory_budget(card, hw, wl.quant, wl.kv_quant, policy.block_size_tokens, slots, dep)
+    per_block = budget.kv_bytes_per_token * policy.block_size_tokens
+    usable = min(policy.gpu_memory_utilization * budget.capacity_bytes, budget.capacity_bytes - budget.reserved_bytes)
+    room = usable - float(budget.fixed_bytes - budget.reserved_bytes)
+    if room <= 0:
+        raise RooflineError(f"{card.name} does not fit {hw.name} x{wl.tp * wl.pp}: weights "
+                            f"{budget.weights_bytes / 1e9:,.1f} GB per GPU + activations and runtime exceed "
+                            f"{policy.gpu_memory_utilization:.0%} of {hw.memory.capacity_bytes / 1e9:,.1f} GB; use more "
+                            f"--gpus or a smaller --quant")
+    if per_block <= 0:
+        return UNBOUNDED_BLOCKS
+    blocks = int(room // per_block)
+    if blocks < 1:
+        raise RooflineError(f"{card.name} on {hw.name}: no room for a KV block after the weights")
+    return blocks
+
+
+@dataclass
+class ReplicaSetup:
+    """What replicas of one kind share: the cards, the policy, the pool size and the step timer."""
+
+    card: ModelCard
+    hw: HardwareCard
+    wl: Workload
+    policy: ServingPolicy
+    eff: Efficiency
+    num_blocks: int
+    timer: StepTimer
+
+    @classmethod
+    def build(cls, card, hw, wl, policy, eff, num_blocks: int | None = None) -> "ReplicaSetup":
+        blocks = num_blocks or kv_pool_blocks(card, hw, wl, policy)
+        max_ctx = card.architecture.max_context
+        timer = StepTimer(card, hw, wl, eff, policy.max_num_batched_tokens, policy.effective_max_seqs, max_ctx)
+        return cls(card, hw, wl, policy, eff, blocks, timer)
+
+    @property
+    def max_request_tokens(self) -> int:
+        """The longest request (prompt + output) one sequence can hold."""
+        p = self.policy
+        pool = self.num_blocks * p.block_size_tokens
+        if p.memory_policy == "per_slot":
+            pool = p.slot_context_tokens or p.default_context_tokens or pool
+        return min(pool, self.card.architecture.max_context)
+
+
+class Replica:
+    def __init__(self, setup: ReplicaSetup, metrics: Collector, fast_forward: bool = True):
+        p = setup.policy
+        self.setup, self.metrics, self.fast_forward = setup, metrics, fast_forward
+        caching = p.prefix_caching and not setup.card.architecture.mamba2  # recurrent state is not per block
+        slots = p.effective_max_seqs if setup.card.architecture.mamba2 else 0
+        self.blocks = BlockManager(setup.num_blocks, p.block_size_tokens, caching)
+        self.scheduler = Scheduler(self.blocks, p.effective_max_seqs, p.max_num_batched_tokens, slots,
+                                   p.chunked_prefill)
+        self.now = 0.0
+        self.outstanding_tokens = 0  # prompt + output tokens of requests here and not finished (the router's load)
+        self.prefixes: set[str] = set()  # prefix ids served here (the prefix-aware router's memory)
+
+    @property
+    def idle(self) -> bool:
+        return self.scheduler.idle
+
+    def admit(self, seq: Sequence, t: float) -> None:
+        """A request reaches this replica at time t (its scheduler sees it at the next step boundary)."""
+        if self.idle:
+            self.now = max(self.now, t)
+        seq.replica_arrival_s = t
+        self.outstanding_tokens += len(seq) + seq.max_tokens
+        self.scheduler.add(seq)
+
+    def kv_use(self) -> float:
+        return 1.0 - self.blocks.num_free / len(self.blocks.ref_count)
+
+    def step(self, until: float) -> list[Sequence]:
+        """Run the next step (or a stretch of pure-decode steps ending no later than the first step boundary at
+        or after `until`, the next arrival); returns the sequences that finished, their times recorded."""
+        sched = self.scheduler
+        horizon = sched.decode_horizon() if self.fast_forward else 0
+        if horizon >= 2:
+            return self._decode_run(horizon, until if not sched.waiting else math.inf)
+        work = sched.schedule()
+        if not work:
+            head = sched.waiting[0] if sched.waiting else None
+            raise RooflineError(f"a request of {len(head) + head.max_tokens if head else 0:,} tokens cannot be "
+                                f"scheduled: the KV pool holds {len(self.blocks.ref_count) * self.blocks.block_size:,} "
+                                f"tokens; use a shorter --prompt/--output or more memory")
+        start = self.now
+        decode_ctx, pre_n, pre_c, samplers = [], [], [], []
+        for w in work:
+            s = w.seq
+            if not hasattr(s, "start_s"):
+                s.start_s = start
+            if w.num_tokens == 1:
+                decode_ctx.append(s.num_computed_tokens)
+            else:
+                pre_n.append(w.num_tokens)
+                pre_c.append(s.num_computed_tokens)
+            if w.samples:
+                samplers.append(s)
+        dt = self.setup.timer.step_seconds(decode_ctx, pre_n, pre_c, len(samplers))
+        self.now = end = start + dt
+        gaps = []
+        for s in samplers:
+            if s.first_s is None:
+                s.first_s = end
+            else:
+                gaps.append(end - s.last_emit_s)
+            s.last_emit_s = end
+        if gaps:
+            self.metrics.itl.add(gaps)
+        self.metrics.steps += 1
+        done = sched.finish_step(work, {s.seq_id: 0 for s in samplers})
+        self.metrics.sample(end, len(sched.running), len(sched.waiting), self.kv_use())
+        return self._finish(done)
+
+    def _decode_run(self, horizon: int, until: float) -> list[Sequence]:
+        running = list(self.scheduler.running)
+        contexts = np.fromiter((s.num_computed_tokens for s in running), float, len(running))
+        durations = self.setup.timer.decode_run_seconds(contexts, horizon)
+        ends = self.now + np.cumsum(durations)
+        starts = ends - durations
+        steps = max(1, min(horizon, int(np.searchsorted(starts, until, side="left"))))
+        ends, durations = ends[:steps], durations[:steps]
+        last = np.fromiter((s.last_emit_s for s in running), float, len(running))
+        self.metrics.itl.add((ends[0] - last).tolist())  # each sequence's first gap: since its own last token
+        if steps > 1:
+            self.metrics.itl.add(durations[1:].tolist(), len(running))
+        done = self.scheduler.advance_decode(steps, 0)
+        self.now = float(ends[-1])
+        for s in running:
+            s.last_emit_s = self.now
+        self.metrics.steps += steps
+        self.metrics.sample(self.now, len(self.scheduler.running), len(self.scheduler.waiting), self.kv_use())
+        return self._finish(done)
+
+    def _finish(self, done: list[Sequence]) -> list[Sequence]:
+        for s in done:
+            s.finish_s = self.now
+            self.outstanding_tokens -= s.num_prompt_tokens + s.max_tokens
+        return done
+
+
+class TokenSpace:
+    """Token ids for simulated prompts: a shared prefix gets the same ids in every request that names it, the
+    rest ids no other request uses (so the prefix cache hits exactly where prompts really share tokens)."""
+
+    def __init__(self):
+        self._next = 1
+        self._prefix: dict[str, int] = {}
+
+    def prompt(self, req: Request) -> list[int]:
+        shared = []
+        if req.prefix_id is not None and req.prefix_tokens:
+            base = self._prefix.setdefault(req.prefix_id, -(len(self._prefix) + 1) << 32)
+            shared = list(range(base, base + req.prefix_tokens))
+        n = req.prompt_tokens - len(shared)
+        own = list(range(self._next, self._next + n))
+        self._next += n
+        return shared + own
+
+
+def new_sequence(req: Request, tokens: list[int], arrival_s: float) -> Sequence:
+    seq = Sequence(tokens, req.output_tokens)
+    seq.req, seq.arrival_s, seq.first_s, seq.last_emit_s = req, arrival_s, None, arrival_s
+    return seq

@@ -1,0 +1,160 @@
+"""The event loop: arrivals (open loop, closed loop or a trace) routed to replicas, each replica stepping its own
+engine scheduler on its own clock; the replica furthest behind in time always moves next, so events happen in
+time order."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from roofline.engine.core.sequence import Sequence
+from roofline.errors import RooflineError
+from roofline.perf.serving.deployment import Fleet, Router
+from roofline.perf.serving.metrics import Collector
+from roofline.perf.serving.replica import Replica, TokenSpace, new_sequence
+from roofline.perf.serving.workload import Request
+
+
+@dataclass
+class ClosedLoop:
+    """N clients, each sending its next request the moment the previous one completes (as `vllm bench serve
+    --max-concurrency N` and genai-perf's concurrency mode run); all start at t = 0."""
+
+    clients: int
+    requests: Iterable[Request]  # sizes; arrival times are set by the loop
+
+    def __post_init__(self):
+        if self.clients < 1:
+            raise RooflineError(f"--concurrency: needs at least 1 client, got {self.clients}")
+
+
+@dataclass
+class ServingResult:
+    metrics: Collector
+    fleet: Fleet
+    extra: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        s = self.metrics.summary()
+        gpus = self.fleet.gpus
+        s.update(gpus=gpus, output_tok_s_per_gpu=s["output_tok_s"] / gpus, replicas=self.fleet.replicas,
+                 kv_pool_tokens_per_replica=self.fleet.setup.num_blocks * self.fleet.setup.policy.block_size_tokens,
+                 runtime=self.fleet.setup.policy.name, **self.extra)
+        return s
+
+
+class Simulation:
+    def __init__(self, fleet: Fleet, metrics: Collector, fast_forward: bool = True):
+        self.fleet, self.metrics = fleet, metrics
+        self.decode = [Replica(fleet.setup, metrics, fast_forward) for _ in range(fleet.replicas)]
+        self.prefill = [Replica(fleet.prefill_setup, metrics, fast_forward) for _ in range(fleet.prefill_replicas)] \
+            if fleet.prefill_setup is not None else []
+        self.router = Router(fleet.router, self.decode)
+        self.prefill_router = Router("least_tokens", self.prefill) if self.prefill else None
+        self.replicas = self.prefill + self.decode
+        self.tokens = TokenSpace()
+        self.events: list = []  # (time, order, kind, payload)
+        self._order = itertools.count()
+        self.limit = min(r.setup.max_request_tokens for r in self.replicas)
+        self.context = fleet.setup.card.architecture.max_context
+        self.count = 0
+
+    def push(self, t: float, kind: str, payload) -> None:
+        heapq.heappush(self.events, (t, next(self._order), kind, payload))
+
+    def _check(self, req: Request) -> None:
+        self.count += 1
+        total = req.prompt_tokens + req.output_tokens
+        if req.prompt_tokens >= self.context or total > self.context:
+            raise RooflineError(f"request {self.count}: {req.prompt_tokens:,} prompt + {req.output_tokens:,} output "
+                                f"tokens exceed {self.fleet.setup.card.name}'s context of {self.context:,} tokens")
+        if total > self.limit:
+            raise RooflineError(f"request {self.count}: {total:,} tokens exceed what one sequence can hold here "
+                                f"({self.limit:,}: the KV pool or the runtime's slot context); use shorter "
+                                f"requests, fewer slots or more memory")
+
+    def _arrive(self, req: Request, t: float) -> None:
+        self._check(req)
+        if self.prefill:  # disaggregated: the prompt runs on a prefill replica, which samples the first token
+            first = Request(req.arrival_s, req.prompt_tokens, 1, req.prefix_id, req.prefix_tokens)
+            seq = new_sequence(first, self.tokens.prompt(req), t)
+            seq.req = req
+            self.prefill_router.pick(req).admit(seq, t)
+        else:
+            seq = new_sequence(req, self.tokens.prompt(req), t)
+            self.router.pick(req).admit(seq, t)
+
+    def _handoff(self, done: Sequence, t: float) -> None:
+        """A prefill replica's request moves to a decode replica with its KV cache (the prompt's blocks)."""
+        req = done.req
+        seq = Sequence(list(done.token_ids), req.output_tokens, num_prompt_tokens=req.prompt_tokens)
+        seq.num_transferred_tokens = req.prompt_tokens
+        seq.req, seq.arrival_s, seq.first_s, seq.last_emit_s = req, done.arrival_s, done.first_s, done.first_s
+        seq.start_s, seq.preemptions = done.start_s, done.preemptions
+        self.router.pick(req).admit(seq, t)
+
+    def _finished(self, seq: Sequence, from_prefill: bool, on_done) -> None:
+        if from_prefill and seq.req.output_tokens > 1:
+            self.push(seq.finish_s + self.fleet.transfer_s(seq.req.prompt_tokens), "handoff", seq)
+            return
+        self.metrics.request_done(seq.arrival_s, seq.first_s, seq.finish_s, seq.start_s - seq.arrival_s,
+                                  seq.req.prompt_tokens, seq.req.output_tokens, seq.preemptions)
+        on_done(seq.finish_s)
+
+    def run(self, arrivals: Iterator[Request] | None, closed: ClosedLoop | None = None) -> None:
+        if closed is not None:
+            sizes = iter(closed.requests)
+
+            def next_client(t: float) -> None:
+                req = next(sizes, None)
+                if req is not None:
+                    self.push(t, "arrive", Request(t, req.prompt_tokens, req.output_tokens, req.prefix_id,
+                                                   req.prefix_tokens))
+
+            for _ in range(closed.clients):
+                next_client(0.0)
+            on_done = next_client
+        else:
+            def pull() -> None:
+                req = next(arrivals, None)
+                if req is not None:
+                    self.push(req.arrival_s, "arrive", req)
+
+            pull()
+            on_done = lambda t: None  # noqa: E731 - open loop: arrivals do not depend on completions
+        while True:
+            t_event = self.events[0][0] if self.events else math.inf
+            busy = [r for r in self.replicas if not r.idle]
+            if not busy and not self.events:
+                break
+            r = min(busy, key=lambda x: x.now) if busy else None
+            if r is None or t_event <= r.now:
+                t, _, kind, payload = heapq.heappop(self.events)
+                if kind == "arrive":
+                    self._arrive(payload, t)
+                    if closed is None:
+                        pull()
+                else:
+                    self._handoff(payload, t)
+                continue
+            from_prefill = r in self.prefill
+            for seq in r.step(t_event):
+                self._finished(seq, from_prefill, on_done)
+
+
+def simulate(fleet: Fleet, arrivals: Iterable[Request] | None = None, closed: ClosedLoop | None = None,
+             slo_ttft_s: float | None = None, slo_itl_s: float | None = None,
+             fast_forward: bool = True) -> ServingResult:
+    """Serve an open-loop/trace request stream (`arrivals`, sorted by time) or a closed loop of clients."""
+    for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
+        if v is not None and not v > 0:
+            raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
+    metrics = Collector(slo_ttft_s, slo_itl_s)
+    sim = Simulation(fleet, metrics, fast_forward)
+    sim.run(iter(arrivals) if arrivals is not None else None, closed)
+    if not metrics.finished:
+        raise RooflineError("no request was served: the workload is empty")
+    return ServingResult(metrics, fleet)

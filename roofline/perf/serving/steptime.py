@@ -1,0 +1,184 @@
+"""Seconds of one simulated engine step, for what it holds: prefill chunks (n new tokens on c cached ones) and
+decode sequences, each at its own context, in one forward pass.
+
+A mixed step is the predictor's operator graph (`roofline.perf.ops.step_ops`) merged over its parts: ops whose
+cost follows the step's T tokens (matmuls with their weights read once, norms, embedding, the collectives) are
+taken at T; the lm_head at the S sequences that sample; the ops that depend on each sequence's context (attention
+cores, Mamba scans, MLA's latent decompression: CONTEXT_OPS) sum their FLOPs and bytes over the parts. The merged
+ops are timed by `timed_step` / `time_ops` as any step is. For speed, the first two are tabulated over T and S, and
+the context ops' per-sequence FLOPs and bytes over a context grid (decode: exact for linear and windowed
+attention, which are piecewise linear in the context) and an (n, c) grid (prefill: bilinear, within ~0.2% of the
+quadratic causal term on these grids); nothing but table look-ups and the merged ops' timing runs per step.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import replace
+
+import numpy as np
+
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.model import ModelCard
+from roofline.perf.efficiency import Efficiency
+from roofline.perf.ops import Op, Step, step_ops
+from roofline.perf.parallel import shard_ops
+from roofline.perf.request import timed_step
+from roofline.perf.timing import time_ops
+from roofline.perf.workload import Workload
+from roofline.sizing.layers import resolve_layers
+
+CONTEXT_OPS = ("attention", "ssm_scan", "kv_b_proj")
+FIELDS = ("flops", "act_bytes", "kv_read_bytes", "kv_write_bytes")
+GRID_POINTS = 160  # geometric grid points over the context (and prefill chunk) range
+
+
+def _grid(top: int, extra: list[int]) -> np.ndarray:
+    """0..top: every value up to 64, geometric beyond, plus the window edges (where windowed costs bend)."""
+    top = max(int(top), 2)
+    pts = [np.arange(0, min(64, top) + 1), np.geomspace(64, top, GRID_POINTS) if top > 64 else np.array([top])]
+    for w in extra:
+        pts.append(np.array([w - 1, w, w + 1]))
+    g = np.unique(np.rint(np.concatenate(pts)).clip(0, top))
+    return g.astype(float)
+
+
+def _locate(grid: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Left grid index and fraction for linear interpolation; x >= grid[0] = 0 (beyond the end: extrapolated from
+    the last interval, which for a context past the model's maximum only happens when a card is misused)."""
+    i = np.minimum(grid.searchsorted(x, side="right") - 1, len(grid) - 2)
+    return i, (x - grid[i]) / (grid[i + 1] - grid[i])
+
+
+def _locate1(grid: list[float], x: float) -> tuple[int, float]:
+    """_locate for one value (plain Python: a step holds few prefill chunks)."""
+    i = min(bisect_right(grid, x) - 1, len(grid) - 2)
+    return i, (x - grid[i]) / (grid[i + 1] - grid[i])
+
+
+class StepTimer:
+    def __init__(self, card: ModelCard, hw: HardwareCard, wl: Workload, eff: Efficiency, max_tokens: int,
+                 max_seqs: int, max_context: int):
+        self.card, self.hw, self.wl, self.eff = card, hw, wl, eff
+        self.max_tokens = max(int(max_tokens), 1)
+        windows = sorted({lay.window for lay in resolve_layers(card.architecture) if lay.window})
+        self._token_table_s = self._token_table(self.max_tokens)
+        self._lm_s = self._lm_table(max(int(max_seqs), 1))
+        probe = step_ops(card, hw, Step("prefill", 2, 1, 1), wl.quant, wl.kv_quant)
+        self._ctx_index = [i for i, op in enumerate(probe) if op.name in CONTEXT_OPS]
+        self._templates = [probe[i] for i in self._ctx_index]
+        self.cgrid = _grid(max_context, windows)
+        self.ngrid = _grid(max(self.max_tokens, 2), [])[1:]  # n >= 1
+        self._decode = self._context_table(Step("decode", 1, 1, self.cgrid))  # (fields, contexts)
+        n, c = np.meshgrid(self.ngrid, self.cgrid, indexing="ij")
+        self._prefill = self._context_table(Step("prefill", n, 1, c))  # (fields, n, contexts)
+        self._ngrid_list, self._cgrid_list = self.ngrid.tolist(), self.cgrid.tolist()
+        self._linear = [self._linear_cost(tpl) for tpl in self._templates]
+
+    # --- tables -----------------------------------------------------------------------------------------------
+
+    def _token_table(self, top: int) -> np.ndarray:
+        """Seconds of the T-token ops (with the step overhead and the collectives) for T = 0..top."""
+        t = np.arange(top + 1, dtype=float)
+        step = Step("decode", 1, np.maximum(t, 1), 0)
+        ops = [op for op in step_ops(self.card, self.hw, step, self.wl.quant, self.wl.kv_quant)
+               if op.name not in CONTEXT_OPS and op.name != "lm_head"]
+        return np.asarray(timed_step(self.card, self.hw, step, self.wl, self.eff, ops).total_s, dtype=float)
+
+    def _lm_table(self, top: int) -> np.ndarray:
+        """Seconds of the lm_head for S = 0..top sampled sequences (no step overhead)."""
+        s = np.arange(top + 1, dtype=float)
+        step = Step("decode", 1, np.maximum(s, 1), 0)
+        ops = [op for op in step_ops(self.card, self.hw, step, self.wl.quant, self.wl.kv_quant) if op.name == "lm_head"]
+        st = time_ops(shard_ops(ops, self.wl.tp), self.hw, self.eff, step.tokens)
+        return np.where(s > 0, np.asarray(st.total_s) - self.eff.step_overhead_s, 0.0)
+
+    def _context_table(self, step: Step) -> np.ndarray:
+        """Per-sequence FLOPs and bytes of every context op at the step's (broadcast) shapes: (4 x ops, ...)."""
+        ops = step_ops(self.card, self.hw, step, self.wl.quant, self.wl.kv_quant)
+        shape = np.broadcast(step.n, step.context).shape
+        rows = [np.broadcast_to(np.asarray(getattr(ops[i], f), dtype=float), shape)
+                for i in self._ctx_index for f in FIELDS]
+        return np.array(rows) if rows else np.zeros((0, *shape))
+
+    # --- one step ---------------------------------------------------------------------------------------------
+
+    def _decode_sum(self, contexts: np.ndarray) -> np.ndarray:
+        """Context-op fields summed over decode sequences; `contexts` (B,) or (B, k) -> (fields,) or (fields, k)."""
+        i, f = _locate(self.cgrid, contexts)
+        vals = self._decode[:, i] * (1 - f) + self._decode[:, i + 1] * f
+        return vals.sum(axis=1)
+
+    def _prefill_sum(self, n: list[int], c: list[int]) -> np.ndarray:
+        """Context-op fields summed over prefill chunks (bilinear in the chunk and its cached context)."""
+        t, total = self._prefill, 0.0
+        for nk, ck in zip(n, c):
+            i, fx = _locate1(self._ngrid_list, nk)
+            j, fy = _locate1(self._cgrid_list, ck)
+            total = total + (t[:, i, j] * ((1 - fx) * (1 - fy)) + t[:, i + 1, j] * (fx * (1 - fy))
+                             + t[:, i, j + 1] * ((1 - fx) * fy) + t[:, i + 1, j + 1] * (fx * fy))
+        return total
+
+    def _token_s(self, tokens):
+        tokens = np.asarray(tokens)
+        if tokens.max(initial=0) >= len(self._token_table_s):  # a whole prompt beyond the budget (chunked prefill off)
+            self._token_table_s = self._token_table(int(tokens.max()) * 2)
+        return self._token_table_s[tokens]
+
+    def _op_s(self, tpl: Op, values, tokens) -> np.ndarray:
+        """`time_ops` of one context op carrying `values` (its FIELDS), sharded, without the step overhead."""
+        op = replace(tpl, **dict(zip(FIELDS, values)))
+        st = time_ops(shard_ops([op], self.wl.tp), self.hw, self.eff, np.asarray(tokens, dtype=float))
+        return np.asarray(st.total_s) - self.eff.step_overhead_s
+
+    def _linear_cost(self, tpl: Op) -> tuple[float, ...] | None:
+        """For a non-GEMM op, `time_ops` is max(flops x a, bytes x b) x count + launches, with a and b fixed by
+        the op's dtype and class (no tile padding or ramp): read them off `time_ops` itself (a, then b per
+        field after sharding, then the launches), and check the form at a mixed point. None for GEMMs."""
+        if tpl.gemm:
+            return None
+        base = float(self._op_s(tpl, (0.0, 0.0, 0.0, 0.0), 1.0))
+        unit = [float(self._op_s(tpl, [1e12 if j == i else 0.0 for j in range(4)], 1.0)) - base for i in range(4)]
+        coef = tuple(u / 1e12 for u in unit) + (base,)
+        probe = (3e11, 2e8, 5e9, 1e7)
+        want = float(self._op_s(tpl, probe, 1.0))
+        got = max(probe[0] * coef[0], sum(p * c for p, c in zip(probe[1:], coef[1:4]))) + base
+        assert abs(got - want) <= 1e-9 * max(want, 1e-12), f"{tpl.name}: time_ops is not max-linear"
+        return coef
+
+    def _context_s(self, totals: np.ndarray, tokens):
+        seconds = 0.0
+        for k, tpl in enumerate(self._templates):
+            values = totals[4 * k:4 * k + 4]
+            coef = self._linear[k]
+            if coef is None:
+                seconds = seconds + self._op_s(tpl, values, tokens)
+            else:
+                seconds = seconds + np.maximum(values[0] * coef[0], values[1] * coef[1] + values[2] * coef[2]
+                                               + values[3] * coef[3]) + coef[4]
+        return seconds
+
+    def step_seconds(self, decode_contexts: list[int], prefill_n: list[int], prefill_c: list[int],
+                     samples: int) -> float:
+        """One step: decode sequences at `decode_contexts` cached tokens each, prefill chunks of `prefill_n`
+        tokens on `prefill_c` cached ones, `samples` sequences sampling a token."""
+        tokens = len(decode_contexts) + sum(prefill_n)
+        totals = np.zeros(len(self._templates) * 4)
+        if decode_contexts:
+            totals = totals + self._decode_sum(np.asarray(decode_contexts, dtype=float))
+        if prefill_n:
+            totals = totals + self._prefill_sum(prefill_n, prefill_c)
+        seconds = self._token_s(tokens) + self._lm(samples) + self._context_s(totals, tokens)
+        return float(seconds)
+
+    def decode_run_seconds(self, contexts: np.ndarray, steps: int) -> np.ndarray:
+        """Seconds of each of `steps` pure-decode steps of the sequences at `contexts` (each step one token more)."""
+        b = len(contexts)
+        ctx = np.asarray(contexts, dtype=float)[:, None] + np.arange(steps)[None, :]
+        totals = self._decode_sum(ctx)  # (fields, steps)
+        return self._token_s(b) + self._lm(b) + self._context_s(totals, np.full(steps, float(b)))
+
+    def _lm(self, samples: int) -> float:
+        if samples >= len(self._lm_s):
+            self._lm_s = self._lm_table(samples * 2)
+        return self._lm_s[samples]

@@ -1,0 +1,171 @@
+"""What arrives: requests (arrival, prompt and output tokens, an optional shared prefix), from a closed loop of
+clients, an open loop at a rate (Poisson or gamma-bursty), or a trace file read line by line."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from roofline.errors import RooflineError
+
+
+@dataclass(frozen=True)
+class Request:
+    arrival_s: float
+    prompt_tokens: int
+    output_tokens: int
+    prefix_id: str | None = None  # requests with the same id share their first `prefix_tokens` tokens
+    prefix_tokens: int = 0
+
+
+# --- lengths ------------------------------------------------------------------------------------------------------
+
+DISTRIBUTIONS = ("fixed", "uniform", "normal", "lognormal")
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Token counts: fixed N; uniform between low and high; normal or lognormal with a mean and a spread (the
+    standard deviation, in tokens). Draws are rounded and kept >= 1."""
+
+    kind: str
+    mean: float
+    spread: float = 0.0  # uniform: the high end; normal/lognormal: standard deviation
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.kind == "fixed":
+            x = np.full(n, self.mean)
+        elif self.kind == "uniform":
+            x = rng.uniform(self.mean, self.spread + 1, n)  # [low, high] inclusive after floor
+            x = np.floor(x)
+        elif self.kind == "normal":
+            x = rng.normal(self.mean, self.spread, n)
+        else:  # lognormal with the given mean and standard deviation of the tokens themselves
+            sigma2 = math.log(1 + (self.spread / self.mean) ** 2)
+            x = rng.lognormal(math.log(self.mean) - sigma2 / 2, math.sqrt(sigma2), n)
+        return np.maximum(np.rint(x), 1).astype(int)
+
+    @property
+    def upper(self) -> float:
+        """A length few draws exceed (for checks against the context): the high end, or mean + 4 spreads."""
+        return self.spread if self.kind == "uniform" else self.mean + 4 * self.spread
+
+
+def parse_lengths(option: str, text: str) -> Lengths:
+    """'512', 'uniform:128,1024', 'normal:512,64', 'lognormal:512,256' (k/K suffixes allowed)."""
+    from roofline.cards.units import QuantityError, parse_tokens
+
+    kind, _, rest = str(text).partition(":") if ":" in str(text) else ("fixed", "", str(text))
+    try:
+        values = [float(parse_tokens(v.strip())) for v in rest.split(",") if v.strip()]
+    except QuantityError:
+        values = []
+    expected = 1 if kind == "fixed" else 2
+    if kind not in DISTRIBUTIONS or len(values) != expected or min(values, default=0) <= 0:
+        raise RooflineError(f"{option} {text!r}: use N, uniform:LOW,HIGH, normal:MEAN,SD or lognormal:MEAN,SD "
+                            f"with positive token counts")
+    if kind == "uniform" and values[1] < values[0]:
+        raise RooflineError(f"{option} {text!r}: uniform needs LOW <= HIGH")
+    return Lengths(kind, values[0], values[1] if expected == 2 else 0.0)
+
+
+# --- arrivals -----------------------------------------------------------------------------------------------------
+
+def open_loop(rate_per_s: float, n: int, prompt: Lengths, output: Lengths, seed: int = 0,
+              burstiness: float = 1.0) -> Iterator[Request]:
+    """`n` requests at `rate_per_s` on average: gamma inter-arrival gaps of shape `burstiness` (1 = Poisson;
+    < 1 burstier, > 1 more even; as `vllm bench serve --burstiness`), scale 1 / (rate x burstiness)."""
+    if not rate_per_s > 0:
+        raise RooflineError(f"--rate: must be > 0 requests/s, got {rate_per_s}")
+    if not burstiness > 0:
+        raise RooflineError(f"--burstiness: must be > 0, got {burstiness}")
+    rng = np.random.default_rng(seed)
+    gaps = rng.gamma(burstiness, 1.0 / (rate_per_s * burstiness), n)
+    arrivals = np.cumsum(gaps)
+    prompts, outputs = prompt.draw(rng, n), output.draw(rng, n)
+    for t, p, o in zip(arrivals, prompts, outputs):
+        yield Request(float(t), int(p), int(o))
+
+
+def closed_loop_requests(n: int, prompt: Lengths, output: Lengths, seed: int = 0) -> Iterator[Request]:
+    """The request sizes of a closed loop; their arrival is set by the simulator when a client is free."""
+    rng = np.random.default_rng(seed)
+    for p, o in zip(prompt.draw(rng, n), output.draw(rng, n)):
+        yield Request(0.0, int(p), int(o))
+
+
+# --- traces -------------------------------------------------------------------------------------------------------
+
+TRACE_FIELDS = ("arrival_s", "prompt_tokens", "output_tokens")
+
+
+def _row(raw: dict, where: str) -> Request:
+    try:
+        arrival, prompt, output = (raw[k] for k in TRACE_FIELDS)
+    except KeyError as err:
+        raise RooflineError(f"{where}: missing {err.args[0]!r} (each row needs {', '.join(TRACE_FIELDS)})") from None
+    try:
+        arrival, prompt, output = float(arrival), int(float(prompt)), int(float(output))
+        prefix_tokens = int(float(raw.get("prefix_tokens") or 0))
+    except (TypeError, ValueError):
+        raise RooflineError(f"{where}: arrival_s, prompt_tokens, output_tokens and prefix_tokens must be numbers")
+    if not math.isfinite(arrival) or arrival < 0 or prompt <= 0 or output <= 0 or not 0 <= prefix_tokens <= prompt:
+        raise RooflineError(f"{where}: needs arrival_s >= 0, prompt_tokens > 0, output_tokens > 0 and "
+                            f"0 <= prefix_tokens <= prompt_tokens")
+    prefix = raw.get("prefix_id")
+    return Request(arrival, prompt, output, None if prefix in (None, "") else str(prefix), prefix_tokens)
+
+
+def read_trace(path: str | Path) -> Iterator[Request]:
+    """Stream a CSV (header row) or JSONL trace one line at a time: arrival_s, prompt_tokens, output_tokens and
+    optional prefix_id, prefix_tokens. Arrivals must not decrease. Errors name the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise RooflineError(f"--trace {path}: no such file")
+    jsonl = path.suffix.lower() in (".jsonl", ".json", ".ndjson")
+    last, count = 0.0, 0
+    with path.open(newline="") as f:
+        rows = _jsonl_rows(f, path) if jsonl else _csv_rows(f, path)
+        for line, raw in rows:
+            req = _row(raw, f"--trace {path}, line {line}")
+            if req.arrival_s < last:
+                raise RooflineError(f"--trace {path}, line {line}: arrival_s {req.arrival_s} is before the previous "
+                                    f"row's {last}; sort the trace by arrival")
+            last, count = req.arrival_s, count + 1
+            yield req
+    if count == 0:
+        raise RooflineError(f"--trace {path}: no requests in the file")
+
+
+def _jsonl_rows(f, path: Path) -> Iterator[tuple[int, dict]]:
+    for line, text in enumerate(f, 1):
+        if not text.strip():
+            continue
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise RooflineError(f"--trace {path}, line {line}: not JSON ({err.msg})") from None
+        if not isinstance(raw, dict):
+            raise RooflineError(f"--trace {path}, line {line}: each line must be a JSON object")
+        yield line, raw
+
+
+def _csv_rows(f, path: Path) -> Iterator[tuple[int, dict]]:
+    reader = csv.reader(f)
+    header = next(reader, None)
+    if header is None:
+        return
+    header = [h.strip() for h in header]
+    for row in reader:
+        line = reader.line_num
+        if not row or not any(c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            raise RooflineError(f"--trace {path}, line {line}: {len(row)} fields, the header has {len(header)}")
+        yield line, dict(zip(header, (c.strip() for c in row)))

@@ -1,0 +1,187 @@
+"""The serving simulator: the engine's scheduler driven by the predictor's step times, over request streams."""
+
+import json
+import tracemalloc
+
+import pytest
+from conftest import run_cli
+
+from roofline.cards.store import CardStore
+from roofline.errors import RooflineError
+from roofline.perf.serving.policy import policy_for
+from roofline.perf.serving.run import build_fleet, serve
+from roofline.perf.serving.simulator import simulate
+from roofline.perf.serving.workload import Request, parse_lengths, read_trace
+from roofline.perf.workload import make_workload
+
+STORE = CardStore()
+CARD, HW = STORE.model("llama-3.1-8b"), STORE.hardware("h100-sxm")
+
+
+def fleet(runtime="vllm", **kw):
+    return build_fleet(CARD, HW, make_workload(), policy_for(runtime), **kw)
+
+
+def run(fl=None, prompt="lognormal:400,200", output="normal:100,30", requests=150, **kw):
+    return serve(fl or fleet(), parse_lengths("--prompt", prompt), parse_lengths("--output", output), requests, **kw)
+
+
+def test_same_seed_same_run_other_seed_other_run():
+    a, b, c = (run(rate=20.0, seed=s).summary() for s in (1, 1, 2))
+    assert a == b
+    assert a["ttft_s"] != c["ttft_s"]
+
+
+def test_bulk_decode_stretches_equal_step_by_step():
+    from roofline.perf.serving.workload import open_loop
+
+    fl = fleet()
+    reqs = list(open_loop(30.0, 120, parse_lengths("p", "lognormal:300,200"), parse_lengths("o", "normal:80,30"), 3))
+    fast, slow = (_flat(simulate(fl, reqs, fast_forward=f).summary()) for f in (True, False))
+    assert fast == pytest.approx(slow, rel=1e-9)  # the same steps; only the order of float additions differs
+
+
+def _flat(d: dict) -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update({f"{k}.{q}": x for q, x in v.items()})
+        elif isinstance(v, (int, float)):
+            out[k] = v
+    return out
+
+
+def test_closed_loop_never_exceeds_its_clients_and_obeys_littles_law():
+    r = run(concurrency=12, requests=240)
+    assert max(run_ + wait for _, run_, wait, _ in r.metrics.series) <= 12
+    s = r.summary()
+    # Little: clients in the system (12, all the time but the tail) = throughput x mean time in the system
+    assert s["requests_per_s"] * s["e2e_s"]["mean"] == pytest.approx(12, rel=0.08)
+
+
+def test_open_loop_littles_law_and_goodput_within_throughput():
+    r = run(rate=15.0, requests=300, slo_ttft_s=0.05, slo_itl_s=0.01)
+    s = r.summary()
+    series = r.metrics.series
+    busy = sum((t1 - t0) * (n0 + w0) for (t0, n0, w0, _), (t1, *_rest) in zip(series, series[1:]))
+    mean_in_system = busy / (series[-1][0] - series[0][0])
+    assert mean_in_system == pytest.approx(s["requests_per_s"] * s["e2e_s"]["mean"], rel=0.15)
+    assert 0 < s["goodput_requests_per_s"] <= s["requests_per_s"]
+    assert s["requests_per_s"] == pytest.approx(15.0, rel=0.25)
+
+
+def test_a_tiny_pool_preempts_and_still_serves_everything():
+    small = run(fleet(num_blocks=200), prompt="800", output="300", concurrency=8, requests=24).summary()
+    big = run(fleet(), prompt="800", output="300", concurrency=8, requests=24).summary()
+    assert small["preemptions"] > 0 and big["preemptions"] == 0
+    assert small["requests"] == big["requests"] == 24
+    assert small["e2e_s"]["mean"] > big["e2e_s"]["mean"]
+
+
+def _trace(shared: bool) -> list[Request]:
+    return [Request(i * 0.05, 2000, 20, "sys" if shared else None, 1800 if shared else 0) for i in range(40)]
+
+
+def test_prefix_caching_cuts_prefill():
+    fl = fleet()
+    shared, alone = (simulate(fl, _trace(s)).summary() for s in (True, False))
+    assert shared["ttft_s"]["mean"] < 0.5 * alone["ttft_s"]["mean"]
+    off = simulate(fleet("llama.cpp"), [Request(r.arrival_s, 900, 20, r.prefix_id, 800) for r in _trace(True)]).summary()
+    assert off["ttft_s"]["mean"] > 0  # llama.cpp preset: no block cache, still serves
+
+
+def test_llama_cpp_slots_cap_the_running_batch():
+    r = run(fleet("llama.cpp"), prompt="300", output="50", concurrency=10, requests=40)
+    assert max(n for _, n, _, _ in r.metrics.series) <= 4
+    assert max(w for _, _, w, _ in r.metrics.series) > 0  # the rest wait for a slot
+
+
+def test_replicas_and_disaggregation_serve():
+    one = run(rate=40.0, requests=200).summary()
+    two = run(fleet(replicas=2, router="least_tokens"), rate=40.0, requests=200).summary()
+    assert two["ttft_s"]["p90"] < one["ttft_s"]["p90"] and two["gpus"] == 2
+    dis = run(fleet(disagg=(1, 1)), rate=20.0, requests=100).summary()
+    assert dis["requests"] == 100 and dis["gpus"] == 2
+
+
+def test_serve_json_keys():
+    out = run_cli("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "4", "--requests", "20",
+                  "--slo-ttft", "1", "--slo-itl", "0.05", "--json")
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    for k in ("ttft_s", "itl_s", "e2e_s"):
+        assert set(d[k]) == {"mean", "p50", "p90", "p95", "p99"}
+    for k in ("requests_per_s", "output_tok_s", "total_tok_s", "goodput_requests_per_s", "preemptions"):
+        assert k in d
+    assert d["goodput_requests_per_s"] <= d["requests_per_s"]
+
+
+BASE = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--requests", "5")
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--rate", "0"), "--rate"),
+    (("--rate", "-3"), "--rate"),
+    (("--concurrency", "0"), "--concurrency"),
+    (("--concurrency", "2", "--slo-ttft", "-1"), "--slo-ttft"),
+    (("--concurrency", "2", "--prompt", "200k"), "context"),
+    (("--concurrency", "2", "--prompt", "lognormal:5"), "--prompt"),
+    (("--concurrency", "2", "--rate", "3"), "exactly one"),
+    (("--concurrency", "2", "--runtime", "nope"), "--runtime"),
+])
+def test_bad_input_is_one_line_exit_2(args, words):
+    out = run_cli(*BASE, *args)
+    assert out.returncode == 2, out.stderr
+    assert words in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("text, line", [
+    ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n0.1,x,5\n", 3),
+    ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n0.1,10\n", 3),
+    ("arrival_s,prompt_tokens,output_tokens\n1,10,5\n0.5,10,5\n", 3),
+    ("arrival_s,prompt_tokens\n1,10\n", 2),
+])
+def test_malformed_trace_names_the_line(tmp_path, text, line):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    out = run_cli(*BASE, "--trace", str(path))
+    assert out.returncode == 2 and f"line {line}" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_empty_and_jsonl_traces(tmp_path):
+    empty = tmp_path / "e.csv"
+    empty.write_text("arrival_s,prompt_tokens,output_tokens\n")
+    out = run_cli(*BASE, "--trace", str(empty))
+    assert out.returncode == 2 and "no requests" in out.stderr
+    bad = tmp_path / "b.jsonl"
+    bad.write_text('{"arrival_s": 0, "prompt_tokens": 5, "output_tokens": 2}\n{oops\n')
+    with pytest.raises(RooflineError, match="line 2"):
+        list(read_trace(bad))
+
+
+def test_a_million_line_trace_streams(tmp_path):
+    path = tmp_path / "big.csv"
+    with path.open("w") as f:
+        f.write("arrival_s,prompt_tokens,output_tokens\n")
+        f.writelines(f"{i * 0.01:.2f},100,20\n" for i in range(1_000_000))
+        f.write("oops,1,1\n")
+    tracemalloc.start()
+    r = run(rate=None, trace=path, requests=300)  # reads 300 lines of 1,000,001
+    peak = tracemalloc.get_traced_memory()[1]
+    assert r.summary()["requests"] == 300
+    with pytest.raises(RooflineError, match="line 1000002"):
+        for _ in read_trace(path):  # the whole file, one line at a time
+            pass
+    tracemalloc.stop()
+    assert peak < 50e6  # the file is ~17 MB of text; nothing holds it whole
+
+
+def test_capacity_finds_a_rate_meeting_the_slo():
+    from roofline.perf.serving.capacity import Config, search_config
+
+    row = search_config(CARD, Config(HW, 1, "fp8", "fp8"), policy_for("vllm"), parse_lengths("p", "500"),
+                        parse_lengths("o", "100"), 0.5, 0.03, requests=60)
+    assert row["fits"] and row["max_rate_per_s"] > 0 and row["max_clients"] >= 1
+    strict = search_config(CARD, Config(HW, 1, "fp8", "fp8"), policy_for("vllm"), parse_lengths("p", "500"),
+                           parse_lengths("o", "100"), 0.5, 0.006, requests=60)
+    assert strict.get("max_rate_per_s", 0) < row["max_rate_per_s"]
