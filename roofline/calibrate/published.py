@@ -190,8 +190,9 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
         return (wl.batch if metric == "agg_decode_tok_s" else 1.0) / itl
     if metric == "agg_output_tok_s":
         replicas = max(gpus // (tp * pp), 1)
-        wl = Workload(prompt_tokens=isl, output_tokens=osl, quant=quant, kv_quant=kv, tp=tp, pp=pp)
-        wl = _at_max_load(card, hw, wl)
+        wl = Workload(prompt_tokens=isl, output_tokens=osl, batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
+        if not row["batch"].strip().isdigit():  # `max`: the scheduler's max-load batch; a stated batch is kept
+            wl = _at_max_load(card, hw, wl)
         values, _, _ = request_metrics(card, hw, wl, eff)
         return float(wl.batch * wl.output_tokens / values["e2e_s"]) * replicas
     if metric in LATENCY_S:  # one batch of `batch` requests, prompt -> output, start to finish
