@@ -266,3 +266,51 @@ def test_unknown_profile_names_are_unknown_name_errors():
 def test_profiles_validate_strictly():
     data = yaml.safe_load((REPO / "runtimes" / "llama.cpp.yaml").read_text())
     assert RuntimeProfile.model_validate(data).name == "llama.cpp"
+
+
+def _synthetic_calibration(hw_name: str, memory: float) -> dict:
+    """A calibrated card as `calibrated_card` returns it, with made-up fitted values (no engine run)."""
+    data = CardStore().hardware(hw_name).model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["calibration"] = {"date": "2025-01-01", "device": "synthetic test device", "points": {"fit": 12, "held_out": 5},
+                           "values": {"memory": memory, "compute": 0.31, "kernel_overhead_s": 2.5e-5,
+                                      "gemm_min_tokens": 8.0, "gemv_max_tokens": 4}}
+    return data
+
+
+def test_calibrate_writes_the_engine_profile_for_that_device(tmp_path):
+    from roofline.calibrate.calibration import ENGINE_RUNTIME, engine_profile, write_card_atomic
+
+    store = CardStore()
+    first = engine_profile(store.get("runtimes", ENGINE_RUNTIME), _synthetic_calibration("rtx-4090", 0.55))
+    path = write_card_atomic(tmp_path, first, kind="runtimes")
+    assert path == tmp_path / "runtimes" / "roofline-engine.yaml"
+    # a second device calibrated later keeps the first one's entry
+    second = engine_profile(CardStore([tmp_path]).get("runtimes", ENGINE_RUNTIME), _synthetic_calibration("l40s", 0.6))
+    write_card_atomic(tmp_path, second, kind="runtimes")
+    prof = CardStore([tmp_path]).runtime("roofline-engine").profile
+    assert set(prof.devices) == {"rtx-4090", "l40s"} and "synthetic test device" in prof.sources["devices.rtx-4090"]
+    # the card itself is NOT calibrated here: the profile alone carries "this hardware under the engine"
+    eff = expected_efficiency(store.hardware("rtx-4090"), CardStore([tmp_path]).runtime("roofline-engine"))
+    assert (eff.memory, eff.compute, eff.kernel_overhead_s, eff.gemv_max_tokens) == (0.55, 0.31, 2.5e-5, 4)
+    assert eff.runtime.startswith("roofline-engine")
+    other = expected_efficiency(store.hardware("h100-sxm"), CardStore([tmp_path]).runtime("roofline-engine"))
+    assert other.memory != 0.55  # a device that was not calibrated keeps the kind's defaults
+
+
+def test_predict_runtime_roofline_engine_uses_the_calibrated_profile(tmp_path):
+    from roofline.calibrate.calibration import ENGINE_RUNTIME, engine_profile, write_card_atomic
+
+    write_card_atomic(tmp_path, engine_profile(CardStore().get("runtimes", ENGINE_RUNTIME),
+                                               _synthetic_calibration("rtx-4090", 0.25)), kind="runtimes")
+    args = ("predict", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "bf16", "--json")
+    slow = json.loads(run_cli(*args, "--runtime", "roofline-engine", env={"ROOFLINE_HOME": str(tmp_path)}).stdout)
+    plain = json.loads(run_cli(*args, "--runtime", "roofline-engine", env={"ROOFLINE_HOME": str(tmp_path / "none")}).stdout)
+    assert slow["runtime"].startswith("roofline-engine")
+    assert slow["decode_tok_s"] < 0.5 * plain["decode_tok_s"]  # a quarter of the datasheet bandwidth: decode well below the defaults'
+
+
+def test_a_device_entry_needs_a_source():
+    data = yaml.safe_load((REPO / "runtimes/roofline-engine.yaml").read_text())
+    data["devices"] = {"rtx-4090": {"memory": 0.5}}
+    with pytest.raises(ValueError, match="devices.rtx-4090"):
+        RuntimeProfile(**data)

@@ -18,6 +18,7 @@ import yaml
 
 from roofline.calibrate.fit import error_summary, fit_efficiency, fit_loss
 from roofline.cards.hardware import HardwareCard
+from roofline.cards.runtime import EfficiencyOverrides, RuntimeProfile
 from roofline.cards.store import CardStore
 from roofline.engine.core.records import StepRecord
 from roofline.perf.efficiency import Efficiency, expected_efficiency
@@ -121,9 +122,27 @@ def _measurement(point: dict) -> dict:
                                   "seconds")}
 
 
-def write_card_atomic(directory: Path, data: dict) -> Path:
-    """Write hardware/<name>.yaml under `directory` atomically: an interrupted run leaves the old card intact."""
-    target = Path(directory) / "hardware" / f"{data['name']}.yaml"
+ENGINE_RUNTIME = "roofline-engine"
+
+
+def engine_profile(profile: RuntimeProfile, card: dict) -> dict:
+    """The micro-engine's runtime profile with the calibrated `card`'s fit as its entry for that card
+    (`devices.<card name>`): "this hardware under the roofline engine" in the same place as every other runtime.
+    `card` is what `calibrated_card` returns; entries for other devices are kept."""
+    data = profile.model_dump(mode="json", exclude_none=True)
+    cal = card["calibration"]
+    keep = set(EfficiencyOverrides.model_fields) - {"compute_by_format"}
+    data.setdefault("devices", {})[card["name"]] = {k: v for k, v in cal["values"].items() if k in keep}
+    data["sources"] = {**data["sources"], f"devices.{card['name']}":
+                       f"roofline calibrate on {cal.get('date', '?')} on {cal.get('device', '?')} "
+                       f"({cal['points']['fit']} engine steps fitted, {cal['points']['held_out']} held out)"}
+    return data
+
+
+def write_card_atomic(directory: Path, data: dict, kind: str = "hardware") -> Path:
+    """Write <kind>/<name>.yaml (hardware card or runtime profile) under `directory` atomically: an interrupted run
+    leaves the old file intact."""
+    target = Path(directory) / kind / f"{data['name']}.yaml"
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp")
     try:

@@ -123,6 +123,9 @@ class RuntimeProfile(_Strict):
     versions: list[Version] = []  # oldest first
     fitted: dict[str, EfficiencyOverrides] = {}  # written by benchmarks/fit_runtimes.py; scope or scope@version
     fitted_from: dict[str, str] = {}  # fitted scope -> the published rows and sources it was fitted on
+    # one hardware card (by name) under this runtime, measured there (`roofline calibrate` writes the micro-engine's
+    # fit here); applied after every scope; each needs `sources: devices.<card>`
+    devices: dict[str, EfficiencyOverrides] = {}
     sources: dict[str, str]  # dotted field -> where the number comes from (docs, source default, fitted rows)
     uncertain: dict[str, str] = {}
 
@@ -153,6 +156,9 @@ class RuntimeProfile(_Strict):
                 if not _valid_scope(scope.split("@")[0]):
                     raise ValueError(f"{where}.{scope}: scope must be default, a kind ({', '.join(SCOPE_KINDS)}), "
                                      "a vendor, or vendor-kind like nvidia-soc")
+        for device in self.devices:
+            if f"devices.{device}" not in self.sources:
+                raise ValueError(f"devices.{device}: sources must say where it was measured (devices.{device})")
         for scope in self.fitted:
             if scope not in self.fitted_from:
                 raise ValueError(f"fitted.{scope}: fitted_from must name the rows it was fitted on")

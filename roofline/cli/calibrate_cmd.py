@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from roofline.calibrate.calibration import write_card_atomic
+from roofline.calibrate.calibration import ENGINE_RUNTIME, engine_profile, write_card_atomic
 from roofline.calibrate.device_run import Progress, calibrate
 from roofline.cards.store import user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, store
@@ -33,7 +33,10 @@ def calibrate_cmd(
         run = calibrate(store(cards), device, grid or ("quick" if quick else "full"), hw, dtype, progress)
     data, base, measured, summary = run["card"], run["base"], run["measured"], run["summary"]
     path = write_card_atomic(out or user_dir(), data)
-    result = {"card": data["name"], "path": str(path), "device": data["calibration"]["device"],
+    profile = engine_profile(store(cards).get("runtimes", ENGINE_RUNTIME), data)  # --runtime roofline-engine
+    profile_path = write_card_atomic(out or user_dir(), profile, kind="runtimes")
+    result = {"card": data["name"], "path": str(path), "runtime_profile": str(profile_path),
+              "device": data["calibration"]["device"],
               "efficiency": data["calibration"]["values"],
               "measured": {"read_bytes_per_s": measured["bandwidth"]["read_bytes_per_s"],
                            "gemm_peak_flop_per_s": {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()},

@@ -127,7 +127,7 @@ def scopes(hw: HardwareCard) -> list[str]:
 
 def runtime_layers(hw: HardwareCard, runtime: RuntimeChoice) -> list[tuple[str, Any]]:
     """(where, EfficiencyOverrides) in the order they apply: the profile's scopes, its version entries in effect,
-    its fitted scopes, its fitted scope@version entries."""
+    its fitted scopes, its fitted scope@version entries, then the entry measured on this very card (`devices`)."""
     prof, order = runtime.profile, scopes(hw)
     entries = prof.versions_up_to(runtime.version or runtime.range_start)
     layers = [(f"efficiency.{s}", prof.efficiency[s]) for s in order if s in prof.efficiency]
@@ -137,6 +137,8 @@ def runtime_layers(hw: HardwareCard, runtime: RuntimeChoice) -> list[tuple[str, 
     for v in entries:
         layers += [(f"fitted.{s}@{v.version}", prof.fitted[f"{s}@{v.version}"]) for s in order
                    if f"{s}@{v.version}" in prof.fitted]
+    if hw.name in prof.devices:
+        layers.append((f"devices.{hw.name}", prof.devices[hw.name]))
     return layers
 
 
