@@ -25,7 +25,7 @@ Fraction = float  # (0, 1], checked by EfficiencyOverrides
 FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "compute", "compute_fp32", "compute_bf16", "compute_fp8",
                    "compute_int8", "compute_fp4", "attention", "gemm_floor", "link")
 NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "kernel_overhead_s", "kernels_per_expert",
-                 "step_overhead_s", "prefill_chunk_tokens")
+                 "step_overhead_s", "prefill_chunk_tokens", "allreduce_latency_hops")
 SCOPE_KINDS = ("gpu", "soc", "apple", "cpu", "accelerator")
 
 
@@ -54,6 +54,7 @@ class EfficiencyOverrides(_Strict):
     kernel_overhead_s: float | None = Field(None, ge=0)
     kernels_per_expert: float | None = Field(None, ge=0)
     step_overhead_s: float | None = Field(None, ge=0)
+    allreduce_latency_hops: float | None = Field(None, ge=0)  # link latencies per all-reduce; 0 = the ring's
     prefill_chunk_tokens: float | None = Field(None, ge=0)  # prompt tokens per prefill step (-ub, num_batch); 0 = all
     # large-GEMM efficiency of one weight format's kernels, beside its math dtype's (llama.cpp MMQ per k-quant)
     compute_by_format: dict[str, float] = {}

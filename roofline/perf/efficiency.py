@@ -38,6 +38,8 @@ class Efficiency:
     gemv_max_tokens: float = 1.0  # GEMMs of at most this many rows run as (batched) matrix-vector kernels: they
     # stream the weight at `memory_gemv` with no ramp (llama.cpp's MMVQ takes up to 8 rows, the engine's CPU path 32)
     link: float = 1.0  # achieved / datasheet GPU-link bandwidth in all-reduces
+    allreduce_latency_hops: float = 0.0  # link latencies one all-reduce pays; 0: the ring's 2(n-1). Serving runtimes'
+    # custom all-reduce (one-/two-shot over NVLink/xGMI peers) pays 1-2 for the small messages of decode
     kernel_overhead_s: float = 0.0  # fixed cost per kernel launch
     kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)
     step_overhead_s: float = 0.0  # fixed cost per forward step (sampling, scheduling, host sync)

@@ -87,7 +87,8 @@ def _add_link(st: StepTime, op: Op, hw: HardwareCard, eff: Efficiency) -> None:
     mode only: latency is overhead, which the ceiling leaves out)."""
     ic = hw.interconnect
     transfer = op.link_bytes / (ic.bandwidth_bytes_per_s_per_direction * eff.link)
-    latency = op.link_hops * ic.latency_s if eff.kernel_overhead_s or eff.step_overhead_s else 0.0
+    hops = eff.allreduce_latency_hops if op.name == "all_reduce" and eff.allreduce_latency_hops else op.link_hops
+    latency = hops * ic.latency_s if eff.kernel_overhead_s or eff.step_overhead_s else 0.0
     t = op.count * (transfer + latency)
     st.total_s = st.total_s + t
     st.memory_s = st.memory_s + op.count * transfer  # bandwidth-bound, like memory traffic
