@@ -51,6 +51,26 @@ def write_profile(path: Path, block: str) -> None:
     path.write_text(text + (f"{MARKER}\n{block}" if block else ""))
 
 
+CAUSES = """## Systematic causes found in the residuals
+
+- **All-reduce latency under tensor parallelism (vLLM, SGLang, TensorRT-LLM).** vLLM 0.10 on 8x MI300X (TP 8,
+  `published_more.csv` M001-M032) finished a 70B batch-1 request 2.5x faster than predicted: 11 of the 21 ms
+  predicted per decode step were link latency, charged as a ring all-reduce's 2(n-1) = 14 hops per all-reduce, 160
+  all-reduces a step. These runtimes run small all-reduces with their own one-shot kernels (each GPU reads its peers
+  directly), so a profile now sets `allreduce_latency_hops: 1` (the generic prediction keeps the ring). The rest of
+  that gap is per-kernel launch cost under CUDA/HIP graphs, which the profiles do not fit yet.
+- **llama.cpp quantized prefill changed kernels in June 2024** (PRs #7676, #7860, #8062): before, prompts above a
+  small batch were dequantized and run on FP16 cuBLAS; after, MMQ runs them on int8 tensor cores and reaches 1.5-2x
+  the old rate at the default microbatch 512, while at microbatch 16-32 it stays far below (M046-M047). One
+  `compute_by_format` per scope mixes both eras (2024-01 rows H033-H057 and the 2024-06 PR rows), which is the
+  largest part of the llama.cpp prefill error left; a per-version fitted scope (`fitted.nvidia-gpu@<build>`, which
+  the schema already reads) needs the build number where MMQ became the default, not read here.
+- **TensorRT-LLM long outputs at a fixed batch** (M041-M042, 70B at 2048/4096 output tokens) run ~50% below the
+  prediction: the KV read of long decodes is slower than the bandwidth fraction fitted on 128-token outputs.
+
+"""
+
+
 def markdown(table: list[dict], by_hw: list[dict], n_rows: int, n_fit: int) -> str:
     def err(s):
         return f"{s['median_ape_pct']:.1f}% / {s['p90_ape_pct']:.1f}% / {s['bias_pct']:+.1f}%"
@@ -65,7 +85,7 @@ def markdown(table: list[dict], by_hw: list[dict], n_rows: int, n_fit: int) -> s
              "| runtime | metric | n | sources | before (generic) | after (profiles) |", "| --- | --- | ---: | ---: | ---: | ---: |"]
     lines += [f"| {g['runtime']} | {g['metric']} | {g['n']} | {g['sources']} | {err(g['before'])} | {err(g['after'])} |"
               for g in table]
-    lines += ["", "## By runtime x hardware", "", "| runtime | hardware | metric | n | sources | before | after |",
+    lines += ["", CAUSES.rstrip(), "", "## By runtime x hardware", "", "| runtime | hardware | metric | n | sources | before | after |",
               "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
     lines += [f"| {g['runtime']} | {g['hardware']} | {g['metric']} | {g['n']} | {g['sources']} | {err(g['before'])} | "
               f"{err(g['after'])} |" for g in by_hw]
