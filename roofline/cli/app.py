@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as err:
         sys.stderr.write(f"error: {_one_line(err.format_message())}\n")
         sys.exit(err.exit_code)
-    except click.Abort:
+    except getattr(click, "Abort", KeyboardInterrupt):
         sys.stderr.write("aborted\n")
         sys.exit(130)
     except KeyboardInterrupt:

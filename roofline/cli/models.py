@@ -11,9 +11,9 @@ import typer
 from roofline.cards.model import ModelCard
 from roofline.cards.store import card_to_yaml, user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, billions, gb, store
-from roofline.cli.output import Column, emit, table
+from roofline.cli.output import Column, emit, table, warn
 from roofline.errors import CardError, RooflineError
-from roofline.sizing.kv import kv_bytes, kv_bytes_per_token
+from roofline.sizing.kv import kv_bytes, kv_bytes_per_token, kv_bytes_per_token_in_window, shortest_window
 from roofline.sizing.layers import layer_summary, resolve_layers
 from roofline.sizing.params import (
     active_param_counts,
@@ -37,6 +37,8 @@ def model_record(card: ModelCard, origin: str | None = None) -> dict:
         "params_by_component": param_counts(card),
         "weights_bytes": sum(weight_bytes(card).values()),
         "kv_bytes_per_token_bf16": kv_bytes_per_token(card, "bf16"),
+        "kv_bytes_per_token_in_window_bf16": kv_bytes_per_token_in_window(card, "bf16"),
+        "shortest_window_tokens": shortest_window(card),
         "kv_bytes_at_max_context_bf16": kv_bytes(card, arch.max_context, "bf16"),
         "layers": layer_summary(resolve_layers(arch)),
     }
@@ -45,10 +47,22 @@ def model_record(card: ModelCard, origin: str | None = None) -> dict:
     return data
 
 
+def kv_label(derived: dict) -> str:
+    """KV per token at long context; for sliding-window layers also what each token costs below the window
+    (mistral-7b: '128.0 KiB ≤4,096 tok, then 0.0')."""
+    long_ctx, short = derived["kv_bytes_per_token_bf16"], derived["kv_bytes_per_token_in_window_bf16"]
+    window = derived["shortest_window_tokens"]
+    if window is None or abs(short - long_ctx) < 1:
+        return f"{long_ctx / 1024:,.1f} KiB"
+    return f"{short / 1024:,.1f} KiB ≤{window:,} tok, then {long_ctx / 1024:,.1f}"
+
+
 @app.command("list", help="All model cards (bundled, user directory, --cards).")
 def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
     st = store(cards)
     items = sorted(st.all("models"), key=lambda c: (c.family, total_params(c)))
+    for problem in st.problems("models"):
+        warn(f"skipped a model card: {problem}")
     data = [model_record(c, st.origin("models", c.name)) for c in items]
 
     def render():
@@ -59,7 +73,7 @@ def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
             der = d["derived"]
             rows.append((c.name, c.family, billions(der["total_params"]),
                          billions(der["active_params"]) if c.is_moe else "", c.architecture.num_layers, der["layers"],
-                         f"{der['kv_bytes_per_token_bf16'] / 1024:,.1f} KiB", f"{c.architecture.max_context:,}",
+                         kv_label(der), f"{c.architecture.max_context:,}",
                          ", ".join(f"{k}={v}" for k, v in c.weights.items())))
         yield table(f"{len(items)} model cards", cols, rows)
 
@@ -98,7 +112,7 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to 
             if section:
                 rows.append((label, ", ".join(f"{k}={v}" for k, v in section.model_dump().items())))
         rows += [("max context", f"{arch.max_context:,} tokens"),
-                 ("KV cache (bf16)", f"{der['kv_bytes_per_token_bf16'] / 1024:,.1f} KiB/token; "
+                 ("KV cache (bf16)", f"{kv_label(der)} per token; "
                   f"{der['kv_bytes_at_max_context_bf16'] / 2**30:,.2f} GiB at {arch.max_context:,} tokens")]
         yield table(card.name, ["field", "value"], rows, caption=card.notes or None)
         total, active, wbytes = param_counts(card), active_param_counts(card), weight_bytes(card)

@@ -48,16 +48,19 @@ def literal(text: object):
     return Text(plain(text))
 
 
-def _clean(obj: Any) -> Any:
-    """Make data JSON-safe: NaN/inf become null, tuples lists, numpy scalars floats."""
+def _clean(obj: Any, whole: bool = False) -> Any:
+    """Make data JSON-safe: NaN/inf become null, tuples lists, numpy scalars floats. Byte counts (every number
+    under a key ending in 'bytes') are whole numbers: a memory size is never 1.5 bytes."""
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): _clean(v, whole or str(k).endswith("bytes")) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [_clean(v, whole) for v in obj]
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        if not math.isfinite(obj):
+            return None
+        return int(round(obj)) if whole else obj
     if hasattr(obj, "item") and callable(obj.item):  # numpy scalar
-        return _clean(obj.item())
+        return _clean(obj.item(), whole)
     return obj
 
 
