@@ -8,6 +8,8 @@ with the reason.
 from __future__ import annotations
 
 import csv
+import io
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from roofline.calibrate.fit import error_summary
+from roofline.cards.files import MAX_CSV_BYTES, read_text
 from roofline.cards.formats import weight_format
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
@@ -26,7 +29,7 @@ from roofline.perf.request import (
     request_metrics,
     timed_step,
 )
-from roofline.perf.workload import Workload
+from roofline.perf.workload import MAX_COUNT, Workload
 from roofline.sizing.memory import Deployment, max_concurrency
 
 # Benchmarks that do not state their prompt: Ollama's published Spark numbers (rows H139-H150).
@@ -111,16 +114,20 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
         out = RowPrediction(row["id"], row["metric"], float(row["value"]), None,
                             hw=row.get("hw_card") or row.get("hardware", ""),
                             model=row.get("model_card") or row.get("model", ""), engine=row.get("engine", ""))
-    except (KeyError, ValueError) as err:
+    except (KeyError, ValueError, TypeError) as err:
         return RowPrediction(row.get("id", "?"), row.get("metric", "?"), float("nan"), None,
                              skipped=f"unreadable row: {err}")
+    problem = row_problem(row)
+    if problem:
+        out.skipped = problem
+        return out
     try:
         card, hw, gpus = cards_of(row, store)
         out.model, out.hw = card.name, hw.name
         out.predicted = _predict(row, card, hw, gpus, eff or expected_efficiency(hw))
         out.ceiling = _predict(row, card, hw, gpus, CEILING) if ceiling and out.predicted is not None else None
-    except (RooflineError, ValueError) as err:
-        out.skipped = str(err)
+    except (RooflineError, ValueError, ZeroDivisionError) as err:
+        out.skipped = " ".join(str(err).split())[:300]  # one line (a pydantic error spans several)
     if out.predicted is None and not out.skipped:
         out.skipped = f"metric '{out.metric}' is not predicted"
     return out
@@ -197,8 +204,30 @@ def _at_max_load(card, hw, wl: Workload) -> Workload:
 
 
 def read_rows(path: Path) -> list[dict]:
-    with Path(path).open(newline="") as f:
-        return list(csv.DictReader(f))
+    """The rows of a CSV file read through the bounded reader (regular file, size cap, UTF-8)."""
+    text = read_text(Path(path), MAX_CSV_BYTES, "CSV file")
+    try:
+        return list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as err:
+        raise RooflineError(f"--published {path}: not a readable CSV ({err})") from None
+
+
+def row_problem(row: dict) -> str | None:
+    """Why a row's numbers cannot be predicted (a zero, negative, NaN or infinite measurement; zero GPUs; a count
+    beyond the workload's bound), or None when they can."""
+    try:
+        value = float(row["value"])
+    except (KeyError, TypeError, ValueError):
+        return f"value {row.get('value')!r} is not a number"
+    if not math.isfinite(value) or value <= 0:
+        return f"value {row['value']!r} is not a positive finite measurement"
+    for column in ("gpus", "tp", "isl", "osl", "batch"):
+        text = str(row.get(column) or "").strip()
+        if column in ("gpus", "tp") and text and (not text.isdigit() or int(text) == 0):
+            return f"{column} {text!r} is not a positive whole number"
+        if text.isdigit() and int(text) > MAX_COUNT:
+            return f"{column} {text} is beyond the bound of {MAX_COUNT:,}"
+    return None
 
 
 def engine_family(engine: str) -> str:
@@ -241,7 +270,7 @@ NEEDED_COLUMNS = {"id", "metric", "value", "isl", "osl", "batch"}
 def validate_published(store: CardStore, path: Path) -> dict:
     """Predict every row of a published-measurements CSV (expected and at the datasheet ceiling): the error per
     metric, with and without the rows measured beyond the ceiling, per engine x hardware, and the rows skipped."""
-    if not path.is_file():
+    if not path.exists():
         raise RooflineError(f"--published {path}: no such file")
     rows = read_rows(path)
     have = set(rows[0]) if rows else set()

@@ -35,7 +35,7 @@ def read_text(path: Path, max_bytes: int = MAX_CARD_BYTES, what: str = "file") -
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
-        raise CardError(path, "", f"cannot read {what} ({err.strerror or err})") from None
+        raise CardError(path, "", f"cannot read file ({err.strerror or err})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -46,7 +46,7 @@ def read_text(path: Path, max_bytes: int = MAX_CARD_BYTES, what: str = "file") -
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read(max_bytes + 1)
     except OSError as err:
-        raise CardError(path, "", f"cannot read {what} ({err.strerror or err})") from None
+        raise CardError(path, "", f"cannot read file ({err.strerror or err})") from None
     finally:
         os.close(fd)
     if len(data) > max_bytes:

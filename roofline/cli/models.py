@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from roofline.cards.files import check_output_dir, read_json_file, write_atomic
 from roofline.cards.model import ModelCard
 from roofline.cards.store import card_to_yaml, user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, billions, gb, store
@@ -132,21 +132,19 @@ def import_(path: Annotated[Path, typer.Argument(help="A transformers config.jso
             force: Annotated[bool, typer.Option("--force", help="Overwrite an existing card of that name.")] = False,
             out_dir: Annotated[Optional[Path], typer.Option("--to", help="Card directory (default: $ROOFLINE_HOME).")] = None,
             as_json: JsonOpt = False):
-    from roofline.importers.config_json import card_from_config
+    from roofline.importers.config_json import card_from_config, card_name
 
-    try:
-        config = json.loads(path.read_text())
-    except OSError as err:
-        raise CardError(path, "", f"cannot read file ({err.strerror})") from None
-    except json.JSONDecodeError as err:
-        raise CardError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from None
+    if name is not None:
+        card_name(name)  # before anything is read or written
+    directory = check_output_dir((out_dir or user_dir()) / "models", "--to")
+    config = read_json_file(path, "config.json")
     if not isinstance(config, dict):
         raise CardError(path, "", "a config.json must be a JSON object")
     card = card_from_config(config, name=name, source=str(path))
-    target = (out_dir or user_dir()) / "models" / f"{card.name}.yaml"
-    if target.exists() and not force:
+    target = directory / f"{card.name}.yaml"
+    if (target.exists() or target.is_symlink()) and not force:
         raise RooflineError(f"card '{card.name}' already exists at {target}; pass --force to overwrite or --name NEW")
-    _write_atomic(target, card_to_yaml(card))
+    write_atomic(target, card_to_yaml(card), "--to")
     data = {"name": card.name, "path": str(target), **model_record(card)["derived"]}
 
     def render():
@@ -155,9 +153,3 @@ def import_(path: Annotated[Path, typer.Argument(help="A transformers config.jso
 
     emit(data, as_json, render)
 
-
-def _write_atomic(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".yaml.tmp")
-    tmp.write_text(text)
-    tmp.replace(target)

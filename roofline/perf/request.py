@@ -170,6 +170,8 @@ def check_speculation(card: ModelCard, wl: Workload, draft: ModelCard | None) ->
     """Speculation needs a proposer: the model's own MTP layers, or a draft model sharing its vocabulary (the
     target verifies the draft's token ids, so both must number tokens alike)."""
     if not wl.spec_tokens:
+        if draft is not None:
+            raise RooflineError("a draft model needs --spec-tokens K (draft tokens per verify step)")
         return
     if draft is None and card.architecture.mtp_layers == 0:
         raise RooflineError(f"--spec-tokens: {card.name} has no multi-token-prediction layers; name a draft model "
