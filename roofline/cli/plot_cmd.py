@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from roofline.cards.files import check_output_file
 from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
 from roofline.cli.output import emit
 from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, TokOpt, tokens
@@ -23,14 +24,16 @@ def _plots():
     try:
         from roofline.report import plots
     except ImportError:  # pragma: no cover - depends on the environment
-        raise RooflineError("plots need matplotlib: pip install 'roofline[plot]'") from None
+        raise RooflineError("plots need matplotlib, a dependency of roofline that is missing here: "
+                            "pip install matplotlib") from None
     return plots
 
 
 def _check_suffix(path: Path) -> Path:
+    """A writable image path, checked before any work (a directory, a read-only or system path is refused)."""
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise RooflineError(f"-o {path}: use a .png, .svg or .pdf file name")
-    return path
+    return check_output_file(path, "-o")
 
 
 def _done(path: Path, data: dict, as_json: bool) -> None:
