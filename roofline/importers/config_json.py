@@ -82,11 +82,11 @@ NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
 
 
 def card_name(name: str) -> str:
-    """A --name as a card name: slugged ('My Llama' -> 'my-llama'), then it must be lowercase letters, digits, '.',
-    '_' and '-', start with a letter or digit and be at most 100 characters (it becomes a file name: no '/', no
-    leading dot, never empty)."""
+    """A --name as a card name: letters, digits, '.', '_', '-' and spaces, starting with a letter or digit (no '/',
+    no leading dot: it becomes a file name), slugged ('My Llama' -> 'my-llama') to at most 100 characters."""
     slug = _slug(name)
-    if not NAME_PATTERN.fullmatch(slug) or slug.endswith((".yaml", ".yml")):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._ -]*", name) or not NAME_PATTERN.fullmatch(slug) \
+            or slug.endswith((".yaml", ".yml")):
         raise RooflineError(f"--name {name!r}: a card name needs letters or digits (lowercase, '.', '_', '-'; "
                             "at most 100 characters), like my-model")
     return slug
