@@ -22,6 +22,8 @@ OutOpt = Annotated[Path, typer.Option("--output-file", "-o", help="Image file: .
 
 def _plots():
     try:
+        import matplotlib  # noqa: F401  (a dependency; checked here so a broken install is one line)
+
         from roofline.report import plots
     except ImportError:  # pragma: no cover - depends on the environment
         raise RooflineError("plots need matplotlib, a dependency of roofline that is missing here: "

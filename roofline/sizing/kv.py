@@ -111,7 +111,8 @@ def kv_bytes_per_token_in_window(card: ModelCard | Architecture, kv_fmt: str = "
     a sliding-window model's cache grows by per token at short context, where the long-context marginal is 0."""
     arch = _arch(card)
     values = sum(layer_kv_values_per_token(arch, lay) for lay in resolve_layers(arch) if lay.mixer != "compressed")
-    return values * kv_format(kv_fmt).bytes_per_value
+    # compressed (pooled) layers are left out of the sum: never report less than the long-context marginal
+    return max(values * kv_format(kv_fmt).bytes_per_value, kv_bytes_per_token(arch, kv_fmt))
 
 
 def shortest_window(card: ModelCard | Architecture) -> int | None:
