@@ -7,8 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from roofline.calibrate.calibration import write_card_atomic
-from roofline.calibrate.device_run import Progress, calibrate
 from roofline.calibrate.grids import grid_spec
 from roofline.calibrate.quality import should_write, versus_existing
 from roofline.cards.files import check_output_dir
@@ -31,6 +29,10 @@ def calibrate_cmd(
 ):
     """Measure the device, run engine shapes, fit the predictor's efficiencies, and write a calibrated card."""
     from rich.progress import Progress as Bar
+
+    # the fit and the engine load on first use, so other commands start without them
+    from roofline.calibrate.calibration import write_card_atomic
+    from roofline.calibrate.device_run import Progress, calibrate
 
     directory = check_output_dir((out or user_dir()) / "hardware", "--out")  # before minutes of measuring
     st = store(cards)

@@ -130,13 +130,12 @@ def alternatives(card, hw, wl, draft=None) -> list[dict]:
     dep = Deployment(wl.tp, wl.pp)
     tokens_held = wl.tokens_held
     budget = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens_held, wl.batch, dep)
-    found = what_would_fit(card, hw, wl.quant, wl.kv_quant, tokens_held, wl.batch, dep, budget)
+    found = what_would_fit(card, hw, wl.quant, wl.kv_quant, tokens_held, wl.batch, dep, budget,
+                           ("--quant", "--kv-quant", "--concurrency", "--gpus"))
     if budget.fits:  # only the draft model pushes it over: no single change of the target's is proposed
         return []
     out = []
     for alt in found:
-        if alt.option == "--context":  # in predict the tokens held are the request's own: not a knob to turn
-            continue
         item = {"option": alt.option, "value": alt.value, "flag": alt.flag, "detail": alt.detail}
         if alt.option == "--concurrency":
             item["flag"] = f"--batch {alt.value}"
