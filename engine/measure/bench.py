@@ -94,7 +94,7 @@ def measure_request(eng: LLMEngine, prompt: int, output: int, batch: int, seed: 
 
 
 def run_grid(points: list[dict], vocab: int, device: str, dtype: str, advance=None, store=None,
-             repeats: int = 3, passes: int = 1) -> list[StepRecord]:
+             repeats: int = 3, passes: int = 1, pass_log: dict | None = None) -> list[StepRecord]:
     """Measure each grid point {card, layers, phase, batch, context, new_tokens}: the median of `repeats` steps after
     a warm-up step (`measure`), in each of `passes` passes over a model's points; a point keeps its fastest pass (a
     slow spell then has to recur at the same point on every pass to move it). One engine per card and layer count,
@@ -111,6 +111,8 @@ def run_grid(points: list[dict], vocab: int, device: str, dtype: str, advance=No
                 p = points[i]
                 if not pass_ or records[i].seconds < LONG_STEP_S:
                     seconds = measure(eng, p["phase"], p["batch"], p["context"], p["new_tokens"], repeats)
+                    if pass_log is not None:  # every pass's seconds per point: calibrate compares the passes
+                        pass_log.setdefault(i, []).append(seconds)
                     if i not in records or seconds < records[i].seconds:
                         records[i] = StepRecord(**p, vocab=vocab, dtype=dtype, seconds=seconds, device=device,
                                                 device_name=device_name(device), torch=str(torch.__version__))

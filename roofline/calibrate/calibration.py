@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import yaml
 
 from roofline.calibrate.fit import error_summary, fit_efficiency, fit_loss
+from roofline.cards.files import write_atomic
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.runtime import EfficiencyOverrides, RuntimeProfile
 from roofline.cards.store import CardStore
@@ -140,18 +139,7 @@ def engine_profile(profile: RuntimeProfile, card: dict) -> dict:
 
 
 def write_card_atomic(directory: Path, data: dict, kind: str = "hardware") -> Path:
-    """Write <kind>/<name>.yaml (hardware card or runtime profile) under `directory` atomically: an interrupted run
-    leaves the old file intact."""
+    """Write <kind>/<name>.yaml (hardware card or runtime profile) under `directory` atomically (the one safe-write
+    helper): an interrupted run leaves the old file intact, a planted temporary file or symlink is never followed."""
     target = Path(directory) / kind / f"{data['name']}.yaml"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            yaml.safe_dump(data, f, sort_keys=False, width=120)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target
+    return write_atomic(target, yaml.safe_dump(data, sort_keys=False, width=120), "--out")

@@ -7,6 +7,7 @@ from typing import Callable
 
 from roofline.calibrate.calibration import calibrated_card, fit_records
 from roofline.calibrate.grids import grid_points, grid_spec
+from roofline.calibrate.quality import assess
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.store import CardStore
 
@@ -83,8 +84,12 @@ def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: s
     progress.stage("measuring the device")
     measured, dtype = microbenchmarks(eng.microbench, dev, dtype, grid == "full", progress.advance)
     progress.stage("running engine shapes")
+    pass_log: dict = {}
     records = eng.bench.run_grid(points, spec["vocab"], dev, dtype, lambda: progress.advance(1), store,
-                                 spec["repeats"], spec["passes"])
+                                 spec["repeats"], spec["passes"], pass_log=pass_log)
+    progress.stage("measuring the bandwidth again (contention check)")
+    # the same microbenchmark after the grid: a machine that was busy during either shows two different buses
+    measured["bandwidth_repeat"] = eng.microbench.bandwidth(dev, 1 << 30 if grid == "full" else 1 << 29)
     peaks = measured_peaks(measured) if dev == "cpu" else None
     probe = base if peaks is None else with_measured(base, measured, peaks)
     progress.stage("fitting")
@@ -93,4 +98,6 @@ def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: s
     meta = {"device": eng.device.name(dev), **eng.device.versions(), "dtype": dtype, "grid": grid}
     data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
                            measured_peaks=peaks)
-    return {"card": data, "base": base, "measured": measured, "summary": summary}
+    reads = [measured["bandwidth"]["read_bytes_per_s"], measured["bandwidth_repeat"]["read_bytes_per_s"]]
+    quality = assess(summary, reads, {str(i): s for i, s in pass_log.items()})
+    return {"card": data, "base": base, "measured": measured, "summary": summary, "quality": quality}

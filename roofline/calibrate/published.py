@@ -8,6 +8,8 @@ with the reason.
 from __future__ import annotations
 
 import csv
+import io
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from roofline.calibrate.fit import error_summary
+from roofline.cards.files import MAX_CSV_BYTES, read_text
 from roofline.cards.formats import weight_format
 from roofline.cards.runtime import RuntimeChoice
 from roofline.cards.store import CardStore
@@ -27,7 +30,7 @@ from roofline.perf.request import (
     request_metrics,
     timed_step,
 )
-from roofline.perf.workload import Workload
+from roofline.perf.workload import MAX_COUNT, Workload
 from roofline.sizing.memory import Deployment, max_concurrency
 
 # Benchmarks that do not state their prompt: Ollama's published Spark numbers (rows H139-H150).
@@ -125,9 +128,13 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
                             hw=row.get("hw_card") or row.get("hardware", ""),
                             model=row.get("model_card") or row.get("model", ""), engine=row.get("engine", ""),
                             source=source_document(row.get("source", "")))
-    except (KeyError, ValueError) as err:
+    except (KeyError, ValueError, TypeError) as err:
         return RowPrediction(row.get("id", "?"), row.get("metric", "?"), float("nan"), None,
                              skipped=f"unreadable row: {err}")
+    problem = row_problem(row)
+    if problem:
+        out.skipped = problem
+        return out
     try:
         card, hw, gpus = cards_of(row, store)
         out.model, out.hw = card.name, hw.name
@@ -136,8 +143,8 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
         out.runtime = eff.runtime
         out.predicted = _predict(row, card, hw, gpus, eff)
         out.ceiling = _predict(row, card, hw, gpus, CEILING) if ceiling and out.predicted is not None else None
-    except (RooflineError, ValueError) as err:
-        out.skipped = str(err)
+    except (RooflineError, ValueError, ZeroDivisionError) as err:
+        out.skipped = " ".join(str(err).split())[:300]  # one line (a pydantic error spans several)
     if out.predicted is None and not out.skipped:
         out.skipped = f"metric '{out.metric}' is not predicted"
     return out
@@ -287,8 +294,30 @@ def source_document(source: str) -> str:
 
 
 def read_rows(path: Path) -> list[dict]:
-    with Path(path).open(newline="") as f:
-        return list(csv.DictReader(f))
+    """The rows of a CSV file read through the bounded reader (regular file, size cap, UTF-8)."""
+    text = read_text(Path(path), MAX_CSV_BYTES, "CSV file")
+    try:
+        return list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as err:
+        raise RooflineError(f"--published {path}: not a readable CSV ({err})") from None
+
+
+def row_problem(row: dict) -> str | None:
+    """Why a row's numbers cannot be predicted (a zero, negative, NaN or infinite measurement; zero GPUs; a count
+    beyond the workload's bound), or None when they can."""
+    try:
+        value = float(row["value"])
+    except (KeyError, TypeError, ValueError):
+        return f"value {row.get('value')!r} is not a number"
+    if not math.isfinite(value) or value <= 0:
+        return f"value {row['value']!r} is not a positive finite measurement"
+    for column in ("gpus", "tp", "isl", "osl", "batch"):
+        text = str(row.get(column) or "").strip()
+        if column in ("gpus", "tp") and text and (not text.isdigit() or int(text) == 0):
+            return f"{column} {text!r} is not a positive whole number"
+        if text.isdigit() and int(text) > MAX_COUNT:
+            return f"{column} {text} is beyond the bound of {MAX_COUNT:,}"
+    return None
 
 
 def engine_family(engine: str) -> str:
@@ -330,7 +359,7 @@ NEEDED_COLUMNS = {"id", "metric", "value", "isl", "osl", "batch"}
 
 def read_published(path: Path) -> list[dict]:
     """The rows of a published-measurements CSV, refused in one line when the file or its columns are missing."""
-    if not path.is_file():
+    if not path.exists():
         raise RooflineError(f"--published {path}: no such file")
     rows = read_rows(path)
     have = set(rows[0]) if rows else set()

@@ -7,13 +7,21 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from roofline.cards.formats import MATH_DTYPES
-from roofline.cards.quantity import Bytes, BytesPerS, FlopPerS, Seconds, Watts
+from roofline.cards.quantity import (
+    Bytes,
+    BytesPerS,
+    PositiveBytes,
+    PositiveBytesPerS,
+    PositiveFlopPerS,
+    Seconds,
+    Watts,
+)
 from roofline.cards.schema import Strict
 
 
 class Memory(Strict):
-    capacity_bytes: Bytes = Field(alias="capacity")
-    bandwidth_bytes_per_s: BytesPerS = Field(alias="bandwidth")
+    capacity_bytes: PositiveBytes = Field(alias="capacity")
+    bandwidth_bytes_per_s: PositiveBytesPerS = Field(alias="bandwidth")
     type: str | None = None
     unified: bool = False
     # unified parts: what the OS, CPU and driver keep out of the GPU's reach (capacity - usable)
@@ -22,6 +30,13 @@ class Memory(Strict):
     @property
     def usable_bytes(self) -> float:
         return self.capacity_bytes - self.reserved_bytes
+
+    @property
+    def capacity_binary(self) -> bool:
+        """Whether the capacity is a whole number of GiB (a datasheet's '128 GB' of LPDDR5X is 128 GiB): shown in
+        GiB then, beside GB, so the figure the datasheet prints appears as printed."""
+        gib = self.capacity_bytes / 2**30
+        return gib >= 1 and abs(gib - round(gib)) < 1e-9
 
     @model_validator(mode="after")
     def _reserved_below_capacity(self):
@@ -33,13 +48,13 @@ class Memory(Strict):
 class PeakFlops(Strict):
     """Dense peak FLOP/s (or OP/s) per math dtype. Absent = unsupported. Never a sparsity figure."""
 
-    fp32: FlopPerS | None = None
-    tf32: FlopPerS | None = None
-    bf16: FlopPerS | None = None
-    fp16: FlopPerS | None = None
-    fp8: FlopPerS | None = None
-    int8: FlopPerS | None = None
-    fp4: FlopPerS | None = None
+    fp32: PositiveFlopPerS | None = None
+    tf32: PositiveFlopPerS | None = None
+    bf16: PositiveFlopPerS | None = None
+    fp16: PositiveFlopPerS | None = None
+    fp8: PositiveFlopPerS | None = None
+    int8: PositiveFlopPerS | None = None
+    fp4: PositiveFlopPerS | None = None
 
     def as_dict(self) -> dict[str, float]:
         return {k: v for k in MATH_DTYPES if (v := getattr(self, k)) is not None}
@@ -49,9 +64,15 @@ class Interconnect(Strict):
     kind: str = "none"  # nvlink4, nvlink5, pcie5, infinity-fabric, none
     bandwidth_bytes_per_s_per_direction: BytesPerS = Field(0.0, alias="bandwidth_per_direction")
     latency_s: Seconds = Field(0.0, alias="latency")
-    gpus_per_node: int = Field(1, ge=1)
+    gpus_per_node: int = Field(1, ge=1, le=65_536)
     host_link: str | None = None
     host_bandwidth_bytes_per_s_per_direction: BytesPerS | None = Field(None, alias="host_bandwidth_per_direction")
+
+    @model_validator(mode="after")
+    def _link_has_bandwidth(self):
+        if self.gpus_per_node > 1 and self.bandwidth_bytes_per_s_per_direction <= 0:
+            raise ValueError("gpus_per_node > 1 needs bandwidth_per_direction > 0 (the GPU link's rate)")
+        return self
 
 
 class HardwareCard(Strict):
@@ -63,7 +84,7 @@ class HardwareCard(Strict):
     memory: Memory
     peak_flops: PeakFlops
     interconnect: Interconnect = Interconnect()
-    compute_units: int | None = None  # SMs / CUs / GPU cores
+    compute_units: int | None = Field(None, gt=0, le=1 << 20)  # SMs / CUs / GPU cores
     l2_cache_bytes: Bytes | None = Field(None, alias="l2_cache")
     power_watts: Watts | None = Field(None, alias="power")
     price_usd: float | None = Field(None, ge=0)

@@ -8,7 +8,17 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from roofline.cards.formats import weight_format
-from roofline.cards.schema import Strict
+from roofline.cards.schema import (
+    MAX_LAYERS,
+    Context,
+    Experts,
+    Heads,
+    Layers,
+    Small,
+    Strict,
+    Vocab,
+    Width,
+)
 from roofline.errors import RooflineError
 
 # full / sliding: GQA; chunked: Llama-4 local attention inside fixed chunks; mla: DeepSeek latent attention;
@@ -20,41 +30,48 @@ COMPONENTS = ("embedding", "attention", "mamba", "ffn", "router", "experts", "sh
 
 
 class Rope(Strict):
-    theta: float = 10000.0
+    theta: float = Field(10000.0, gt=0)
     scaling: dict[str, float | str] | None = None  # e.g. {type: llama3, factor: 8, ...}; yarn; linear
-    partial_rotary_factor: float = 1.0
+    partial_rotary_factor: float = Field(1.0, gt=0, le=1)
 
 
 class Attention(Strict):
-    num_heads: int = Field(gt=0)
-    num_kv_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    sliding_window: int | None = Field(None, gt=0)
+    num_heads: Heads
+    num_kv_heads: Heads
+    head_dim: Width
+    sliding_window: Context | None = None
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: bool = False
     sinks: bool = False  # gpt-oss learned attention sinks: one scalar per head
     output_gate: bool = False  # Qwen3-Next gated attention: q_proj also emits a per-channel sigmoid gate for o_proj
-    attention_chunk_size: int | None = Field(None, gt=0)  # Llama-4 'chunked' layers attend inside chunks this long
+    attention_chunk_size: Context | None = None  # Llama-4 'chunked' layers attend inside chunks this long
+
+    @model_validator(mode="after")
+    def _kv_heads_divide_heads(self):
+        if self.num_kv_heads > self.num_heads or self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_kv_heads ({self.num_kv_heads}) must divide num_heads ({self.num_heads}): each KV "
+                             "head serves a whole group of query heads")
+        return self
 
 
 class Indexer(Strict):
     """DeepSeek lightning indexer (DSA, V3.2; CSA, V4): scores every cached key with `num_heads` small heads of
     `head_dim`, then attention reads only the best `topk` entries per query. Its keys (head_dim per entry) are cached."""
 
-    num_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    topk: int = Field(gt=0)
+    num_heads: Heads
+    head_dim: Width
+    topk: Context
 
 
 class MLA(Strict):
     """DeepSeek multi-head latent attention; the cache holds kv_lora_rank + qk_rope_head_dim per token."""
 
-    q_lora_rank: int | None = None
-    kv_lora_rank: int
-    qk_nope_head_dim: int
-    qk_rope_head_dim: int
-    v_head_dim: int
+    q_lora_rank: Width | None = None
+    kv_lora_rank: Width
+    qk_nope_head_dim: Width
+    qk_rope_head_dim: Width
+    v_head_dim: Width
     indexer: Indexer | None = None  # DeepSeek-V3.2 sparse attention (DSA)
 
 
@@ -64,11 +81,11 @@ class Compressed(Strict):
     into one cached entry) and `indexer` (CSA: top-k sparse over the entries; HCA: dense over all of them). Every
     layer also keeps the last `sliding_window` tokens uncompressed."""
 
-    q_lora_rank: int
-    qk_rope_head_dim: int
-    o_groups: int  # grouped low-rank output projection: o_groups blocks, each to o_lora_rank
-    o_lora_rank: int
-    sliding_window: int = Field(gt=0)
+    q_lora_rank: Width
+    qk_rope_head_dim: Width
+    o_groups: Small  # grouped low-rank output projection: o_groups blocks, each to o_lora_rank
+    o_lora_rank: Width
+    sliding_window: Context
     indexer: Indexer
 
 
@@ -76,11 +93,11 @@ class DeltaNet(Strict):
     """Gated DeltaNet linear attention (Qwen3-Next): per value head a key_head_dim x value_head_dim state matrix,
     plus a causal conv over q, k, v channels; constant size per sequence like Mamba."""
 
-    num_key_heads: int
-    num_value_heads: int
-    key_head_dim: int
-    value_head_dim: int
-    conv_kernel: int = 4
+    num_key_heads: Heads
+    num_value_heads: Heads
+    key_head_dim: Width
+    value_head_dim: Width
+    conv_kernel: Small = 4
     state_dtype: str | None = None  # None = the KV-cache format
 
     @property
@@ -91,32 +108,32 @@ class DeltaNet(Strict):
 class Mamba1(Strict):
     """Mamba-1 selective SSM (Jamba): state d_inner x state_size per layer plus a (conv_kernel - 1)-token conv state."""
 
-    d_inner: int
-    state_size: int
-    conv_kernel: int = 4
-    dt_rank: int
+    d_inner: Width
+    state_size: Width
+    conv_kernel: Small = 4
+    dt_rank: Width
     inner_norms: bool = False  # Jamba RMS-normalises dt, B and C inside the mixer
     state_dtype: str | None = None
 
 
 class FFN(Strict):
-    intermediate_size: int = Field(gt=0)
+    intermediate_size: Width
     activation: str = "silu"  # silu, gelu_tanh, relu2, swiglu_clamped
     gated: bool = True
     bias: bool = False
 
 
 class MoE(Strict):
-    num_experts: int = Field(gt=0)
-    experts_per_token: int = Field(gt=0)
-    expert_intermediate_size: int = Field(gt=0)
-    num_shared_experts: int = 0
-    shared_expert_intermediate_size: int | None = None  # total width of the shared expert(s)
-    first_dense_layers: int = 0  # 'first_k_dense_replace'
+    num_experts: Experts
+    experts_per_token: Experts
+    expert_intermediate_size: Width
+    num_shared_experts: int = Field(0, ge=0, le=MAX_LAYERS)
+    shared_expert_intermediate_size: int | None = Field(None, ge=0, le=1 << 20)  # total width of the shared expert(s)
+    first_dense_layers: int = Field(0, ge=0, le=MAX_LAYERS)  # 'first_k_dense_replace'
     gated: bool = True
     expert_bias: bool = False
     router_bias: bool = False
-    latent_size: int | None = None  # LatentMoE: experts run in this width; hidden<->latent projections
+    latent_size: Width | None = None  # LatentMoE: experts run in this width; hidden<->latent projections
 
     @model_validator(mode="after")
     def _k_le_e(self):
@@ -126,13 +143,13 @@ class MoE(Strict):
 
 
 class Mamba2(Strict):
-    state_size: int
-    num_heads: int
-    head_dim: int
-    n_groups: int = 1
-    conv_kernel: int = 4
-    expand: int = 2
-    chunk_size: int = 256
+    state_size: Width
+    num_heads: Heads
+    head_dim: Width
+    n_groups: Small = 1
+    conv_kernel: Small = 4
+    expand: Small = 2
+    chunk_size: Context = 256
     state_dtype: str | None = None  # e.g. fp32 ('mamba_ssm_cache_dtype'); None = the KV-cache format
     # gated RMSNorm [d_inner] before out_proj; Falcon-H1 configs with 'mamba_rms_norm: false' gate with silu(z) only
     gated_norm: bool = True
@@ -147,10 +164,10 @@ class LayerType(Strict):
 
     mixer: MixerKind
     ffn: FfnKind = "auto"
-    num_kv_heads: int | None = None
-    head_dim: int | None = None
+    num_kv_heads: Heads | None = None
+    head_dim: Width | None = None
     k_eq_v: bool = False  # keys reused as values: one projection and one cache tensor
-    compress_ratio: int | None = Field(None, gt=0)  # compressed layers: tokens pooled into one cached entry
+    compress_ratio: Small | None = None  # compressed layers: tokens pooled into one cached entry
     indexer: bool = False  # compressed layers: top-k sparse selection over the entries (DeepSeek-V4 CSA)
 
 
@@ -166,13 +183,24 @@ STANDARD_LAYER_TYPES: dict[str, LayerType] = {
 }
 
 
+def _repeat(text: str, times: str) -> str:
+    """`text` repeated `times` times, refused beyond MAX_LAYERS letters (a pattern never expands further)."""
+    if len(times) > 6 or len(text) * int(times) > MAX_LAYERS:
+        raise ValueError(f"layer pattern repeats beyond {MAX_LAYERS} layers")
+    return text * int(times)
+
+
 def expand_pattern(pattern: str) -> str:
     """'(SSSSSA)*10 SS' -> 62 letters. Groups and single letters repeat with '*N'; spaces are ignored."""
+    if len(pattern) > 16 * MAX_LAYERS:
+        raise ValueError(f"layer pattern longer than {16 * MAX_LAYERS} characters")
     text = re.sub(r"\s+", "", pattern)
     while True:
-        new = re.sub(r"\(([^()]*)\)\*(\d+)", lambda m: m[1] * int(m[2]), text)
+        new = re.sub(r"\(([^()]*)\)\*(\d+)", lambda m: _repeat(m[1], m[2]), text)
         new = re.sub(r"\(([^()]*)\)(?!\*\d)", r"\1", new)
-        new = re.sub(r"([^()*\d])\*(\d+)", lambda m: m[1] * int(m[2]), new)
+        new = re.sub(r"([^()*\d])\*(\d+)", lambda m: _repeat(m[1], m[2]), new)
+        if len(new) > MAX_LAYERS:
+            raise ValueError(f"layer pattern expands beyond {MAX_LAYERS} layers")
         if new == text:
             break
         text = new
@@ -182,9 +210,9 @@ def expand_pattern(pattern: str) -> str:
 
 
 class Architecture(Strict):
-    vocab_size: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
-    num_layers: int = Field(gt=0)
+    vocab_size: Vocab
+    hidden_size: Width
+    num_layers: Layers
     attention: Attention | None = None
     mla: MLA | None = None
     ffn: FFN | None = None
@@ -194,12 +222,12 @@ class Architecture(Strict):
     deltanet: DeltaNet | None = None
     mamba1: Mamba1 | None = None
     tie_embeddings: bool = False
-    max_context: int = Field(gt=0)
+    max_context: Context
     rope: Rope | None = None
-    norms_per_layer: int = 2
+    norms_per_layer: int = Field(2, ge=0, le=16)
     layer_pattern: str | None = None  # letters from STANDARD_LAYER_TYPES or layer_types; default: all 'A' (or 'L')
     layer_types: dict[str, LayerType] = {}
-    mtp_layers: int = 0  # multi-token-prediction modules (not in the main forward pass)
+    mtp_layers: int = Field(0, ge=0, le=MAX_LAYERS)  # multi-token-prediction modules (not in the main forward pass)
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -239,8 +267,8 @@ class Architecture(Strict):
 
 
 class ParamCount(Strict):
-    total: float = Field(gt=0)
-    active: float | None = Field(None, gt=0)
+    total: float = Field(gt=0, le=1e16)
+    active: float | None = Field(None, gt=0, le=1e16)
     source: str
     includes_mtp: bool = False  # the published figure counts multi-token-prediction modules (DeepSeek-V3: 685B)
     active_excludes_embedding: bool = False  # the published active figure leaves out the input embedding (gpt-oss)

@@ -9,9 +9,12 @@ from pydantic import BeforeValidator
 from roofline.cards.units import parse_quantity
 
 
-def _as(kind):
+def _as(kind, positive: bool = False):
     def parse(value):
-        return parse_quantity(value, kind)
+        si = parse_quantity(value, kind)
+        if positive and si <= 0:
+            raise ValueError(f"must be greater than 0, got {value!r}")
+        return si
 
     return BeforeValidator(parse)
 
@@ -21,3 +24,8 @@ BytesPerS = Annotated[float, _as("bytes_per_s")]
 FlopPerS = Annotated[float, _as("flop_per_s")]
 Watts = Annotated[float, _as("watts")]
 Seconds = Annotated[float, _as("seconds")]
+
+# figures a division uses (capacity, bandwidth, peaks): zero is a typo, never a device
+PositiveBytes = Annotated[float, _as("bytes", positive=True)]
+PositiveBytesPerS = Annotated[float, _as("bytes_per_s", positive=True)]
+PositiveFlopPerS = Annotated[float, _as("flop_per_s", positive=True)]

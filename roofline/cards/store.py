@@ -15,6 +15,8 @@ from typing import Callable, Generic, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from roofline.cards.files import read_yaml_file
+from roofline.cards.formats import WEIGHT_FORMATS
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.cards.runtime import RuntimeChoice, RuntimeProfile, choose_version
@@ -39,19 +41,9 @@ def user_dir() -> Path:
     return Path(os.environ.get("ROOFLINE_HOME") or Path.home() / ".config" / "roofline")
 
 
-def _loader():
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def read_yaml(path: Path) -> dict:
-    try:
-        data = yaml.load(path.read_text(), Loader=_loader())
-    except OSError as err:
-        raise CardError(path, "", f"cannot read file ({err.strerror})") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "file"
-        raise CardError(path, where, f"not valid YAML ({getattr(err, 'problem', err)})") from None
+    """A card file's mapping, read through the bounded loader (size, depth, aliases, duplicate keys)."""
+    data = read_yaml_file(path)
     if not isinstance(data, dict):
         raise CardError(path, "", "a card must be a YAML mapping of fields (name: ..., ...)")
     return data
@@ -79,7 +71,11 @@ def load_card(schema: type[Card], path: Path, model_loaders: dict[str, ModelLoad
     loader = (model_loaders or {}).get(key) if schema is ModelCard else None
     if loader is not None:
         return loader(path)
-    return validate_card(schema, read_yaml(path), path)
+    card = validate_card(schema, read_yaml(path), path)
+    if card.name != path.stem.lower():  # the same rule for a card found in a directory and one given by path
+        raise CardError(path, "name", f"'{card.name}' must match the file name '{path.stem}' "
+                                      f"(rename the file to {card.name}{path.suffix} or change name:)")
+    return card
 
 
 @dataclass
@@ -87,6 +83,7 @@ class _Entry(Generic[Card]):
     path: Path
     origin: str  # bundled | user | cards
     _card: Card | None = None
+    error: RooflineError | None = None  # why the card could not be loaded (kept: asked again, raised again)
 
 
 @dataclass
@@ -97,6 +94,13 @@ class CardStore:
     # suffix -> reader of a model file given by path (roofline.importers.open_store fills it: .json, ...)
     model_loaders: dict[str, ModelLoader] = field(default_factory=dict)
     _index: dict[str, dict[str, _Entry]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for d in self.extra_dirs:
+            if not Path(d).is_dir():
+                raise RooflineError(f"--cards: {d} is not a directory (it should hold hardware/ and/or models/)")
+            if not any((Path(d) / kind).is_dir() for kind in KINDS):
+                raise RooflineError(f"--cards: {d} has neither a hardware/ nor a models/ folder")
 
     def sources(self) -> list[tuple[str, Path]]:
         return [("bundled", bundled_dir()), ("user", user_dir())] + [("cards", Path(d)) for d in self.extra_dirs]
@@ -112,14 +116,31 @@ class CardStore:
         return self._index[kind]
 
     def _card(self, kind: str, entry: _Entry):
+        """The entry's card, loaded once; a card that cannot be loaded raises its CardError every time asked."""
         if entry._card is None:
-            entry._card = load_card(KINDS[kind], entry.path)
-            if entry._card.name != entry.path.stem.lower():
-                raise CardError(entry.path, "name", f"'{entry._card.name}' must match the file name '{entry.path.stem}'")
+            if entry.error is not None:
+                raise entry.error
+            try:
+                entry._card = load_card(KINDS[kind], entry.path)
+            except RooflineError as err:
+                entry.error = err
+                raise
         return entry._card
 
     def all(self, kind: str) -> list:
-        return [self._card(kind, e) for e in self._entries(kind).values()]
+        """Every card of `kind` that loads. One that does not is left out and kept in `problems`: a bad user card
+        breaks only the commands that name it (listings show it as a warning)."""
+        cards = []
+        for entry in self._entries(kind).values():
+            try:
+                cards.append(self._card(kind, entry))
+            except RooflineError:
+                pass
+        return cards
+
+    def problems(self, kind: str) -> list[str]:
+        """One line per card of `kind` that could not be loaded (after `all`)."""
+        return [str(e.error) for e in self._entries(kind).values() if e.error is not None]
 
     def origin(self, kind: str, name: str) -> str:
         return self._entries(kind)[name].origin
@@ -138,25 +159,54 @@ class CardStore:
         if as_path.suffix in (".yaml", ".yml", *self.model_loaders) or os.sep in name and as_path.exists():
             if as_path.is_dir() and kind == "models" and DIRECTORY in self.model_loaders:
                 return self.model_loaders[DIRECTORY](as_path)
-            if not as_path.is_file():
+            if not as_path.exists():
                 raise CardError(as_path, "", "no such file")
             return load_card(KINDS[kind], as_path, self.model_loaders)
+        card = self._by_name(kind, name)
+        if card is not None:
+            return card
+        if kind == "hardware" and name.strip().lower() in ("host", "host-cpu"):
+            from roofline.cards.host import host_card  # measured on first use
+
+            return host_card()
+        if kind == "models":
+            base, fmt = split_format_tag(name)
+            card = self._by_name(kind, base) if fmt else None
+            if card is not None:
+                return card
+        known = {alias: c.name for c in self.all(kind) for alias in (c.name, *c.aliases)}
+        bad = self.problems(kind)
+        hint = f"see `{LIST_CMD[kind]}`" + (f"; {len(bad)} card(s) could not be read, e.g. {bad[0]}" if bad else "")
+        raise UnknownNameError(what, name, known, hint)
+
+    def _by_name(self, kind: str, name: str):
+        """The card whose file stem, name or alias is `name`: exactly (case-insensitive), else with spaces, case
+        and punctuation ignored ("DGX Spark" = dgx-spark, "Llama 3.3 70B" = llama-3.3-70b). None if none; an
+        error if the loose spelling names two cards."""
         key = name.strip().lower()
         entries = self._entries(kind)
         if key in entries:
             return self._card(kind, entries[key])
-        aliases = {}
+        exact: dict[str, object] = {}
+        loose: dict[str, dict[str, object]] = {}
         for card in self.all(kind):
             for alias in (card.name, *card.aliases):
-                aliases.setdefault(alias.lower(), card)
-        if key in aliases:
-            return aliases[key]
-        if kind == "hardware" and key in ("host", "host-cpu"):
-            from roofline.cards.host import host_card  # measured on first use
+                exact.setdefault(alias.lower(), card)
+                loose.setdefault(name_key(alias), {})[card.name] = card
+        if key in exact:
+            return exact[key]
+        found = loose.get(name_key(name), {})
+        if len(found) > 1:
+            raise RooflineError(f"'{name}' could mean {', '.join(sorted(found))}; give one of these names")
+        return next(iter(found.values()), None)
 
-            return host_card()
-        known = {alias: card.name for alias, card in aliases.items()}
-        raise UnknownNameError(what, name, known, f"see `{LIST_CMD[kind]}`")
+    def model_and_format(self, name: str) -> tuple[ModelCard, str | None]:
+        """A model and the weight format its name carries, if any: an Ollama tag like
+        'llama3.3:70b-instruct-q4_K_M' -> (llama-3.3-70b, 'q4_k_m'); a plain name -> (card, None)."""
+        base, fmt = split_format_tag(name)
+        if fmt and self._by_name("models", name) is None and self._by_name("models", base) is not None:
+            return self.get("models", base), fmt
+        return self.get("models", name), None
 
     def match(self, kind: str, text: str):
         """The card a free-text description names ("2x NVIDIA H100 SXM 80GB" -> h100-sxm, "ggml-org/Qwen2.5-Coder-
@@ -201,6 +251,35 @@ def card_to_yaml(card: BaseModel) -> str:
     for key in ("name",):
         data = {key: data.pop(key), **data}
     return yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True)
+
+
+def name_key(text: str) -> str:
+    """A name with case, spaces and punctuation other than '.' dropped: 'DGX Spark' and 'dgx-spark' -> 'dgxspark',
+    'Llama 3.3 70B' and 'llama3.3:70b' -> 'llama3.370b' (the dot kept: 'qwen2.5-7b' is not 'qwen25-7b')."""
+    return re.sub(r"[^a-z0-9.]+", "", text.lower())
+
+
+# Ollama-style tag suffixes: 'llama3.3:70b-instruct-q4_K_M' names llama3.3:70b in q4_k_m ('-instruct' is the tuned
+# variant the cards describe already)
+_VARIANTS = ("-instruct", "-chat", "-it", "-text")
+
+
+def split_format_tag(name: str) -> tuple[str, str | None]:
+    """('llama3.3:70b', 'q4_k_m') from 'llama3.3:70b-instruct-q4_K_M'; (name, None) when no format ends the tag."""
+    text = name.strip()
+    if ":" not in text:
+        return text, None
+    lower = text.lower()
+    for fmt in sorted((f.name for f in WEIGHT_FORMATS), key=len, reverse=True):
+        for sep in ("-", "_", ":"):
+            if lower.endswith(sep + fmt):
+                base = text[: -len(fmt) - 1]
+                for variant in _VARIANTS:
+                    if base.lower().endswith(variant):
+                        base = base[: -len(variant)]
+                        break
+                return base, fmt
+    return text, None
 
 
 def _tokens(text: str) -> list[str]:

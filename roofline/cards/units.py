@@ -34,6 +34,10 @@ EXPECTED_FORM = {
     "tokens": "a token count like 4096, '4k', '128K' or '1M'",
 }
 
+# No quantity a card or option states comes near this (1e36 bytes, bytes/s or FLOP/s; tokens are bounded far below
+# it by their own options): a larger one is a typo or hostile; products of two stay finite (1e72).
+MAX_QUANTITY = 1e36
+
 _NUM = r"(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 _QTY = re.compile(rf"^\s*{_NUM}\s*(?P<unit>[^\s0-9].*?)?\s*$")
 
@@ -71,7 +75,7 @@ def parse_quantity(value: object, kind: Kind) -> float:
     if isinstance(value, bool):
         raise QuantityError(value, kind)
     if isinstance(value, (int, float)):
-        if value < 0 or value != value or value in (float("inf"),):
+        if not 0 <= value <= MAX_QUANTITY:  # also refuses NaN (every comparison with NaN is false)
             raise QuantityError(value, kind)
         return float(value)
     if not isinstance(value, str):
@@ -82,7 +86,10 @@ def parse_quantity(value: object, kind: Kind) -> float:
     factor = _unit_factor((match["unit"] or "").strip(), kind)
     if factor is None:
         raise QuantityError(value, kind)
-    return float(match["num"]) * factor
+    si = float(match["num"]) * factor
+    if not si <= MAX_QUANTITY:  # '1e999 GB' parses as infinity
+        raise QuantityError(value, kind)
+    return si
 
 
 def parse_tokens(value: object) -> int:

@@ -63,23 +63,51 @@ def _root(
     """How fast, does it fit, and why: LLM inference on any hardware."""
 
 
+def _one_line(text: str) -> str:
+    from roofline.cli.output import plain
+
+    return " ".join(plain(text).split())
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI. User errors: one line on stderr, exit 2. `--debug` anywhere shows the traceback."""
+    """Run the CLI. User errors (ours and the argument parser's): one line on stderr, exit 2, control characters
+    removed. `--debug` anywhere shows the traceback."""
+    try:  # typer >= 0.25 carries its own copy of click
+        from typer._click import exceptions as click
+    except ImportError:  # pragma: no cover - older typer
+        from click import exceptions as click
+
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
     try:
-        app(args=args, prog_name="roofline")
+        code = app(args=args, prog_name="roofline", standalone_mode=False)
     except RooflineError as err:
         if debug:
             raise
-        sys.stderr.write(f"error: {err}\n")
+        sys.stderr.write(f"error: {_one_line(str(err))}\n")
         sys.exit(2)
+    except click.NoArgsIsHelpError as err:  # `roofline hw`: the group's help, as a user asked
+        sys.stdout.write(err.ctx.get_help() + "\n")
+        sys.exit(0)
+    except click.UsageError as err:
+        where = err.ctx.command_path if err.ctx is not None else "roofline"
+        sys.stderr.write(f"error: {_one_line(err.format_message())} (see `{_one_line(where)} --help`)\n")
+        sys.exit(2)
+    except click.ClickException as err:
+        sys.stderr.write(f"error: {_one_line(err.format_message())}\n")
+        sys.exit(err.exit_code)
+    except getattr(click, "Abort", KeyboardInterrupt):
+        sys.stderr.write("aborted\n")
+        sys.exit(130)
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
     except Exception as err:  # a bug: say so briefly, keep the traceback behind --debug
         if debug:
             raise
-        sys.stderr.write(f"internal error: {type(err).__name__}: {err} (re-run with --debug for the traceback)\n")
+        sys.stderr.write(f"internal error: {type(err).__name__}: {_one_line(str(err))} (re-run with --debug for the "
+                         "traceback)\n")
         sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)

@@ -7,16 +7,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from roofline.calibrate.calibration import ENGINE_RUNTIME, engine_profile, write_card_atomic
-from roofline.calibrate.device_run import Progress, calibrate
-from roofline.cards.store import user_dir
+from roofline.calibrate.grids import grid_spec
+from roofline.calibrate.quality import should_write, versus_existing
+from roofline.cards.files import check_output_dir
+from roofline.cards.store import read_yaml, user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, store
 from roofline.cli.output import Column, emit, table
+from roofline.errors import RooflineError
 
 
 def calibrate_cmd(
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
     quick: Annotated[bool, typer.Option("--quick", help="A short grid (about 2 minutes on a 2-core CPU).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Write the card even when the run looks contended or the "
+                                        "existing card predicts better.")] = False,
     grid: Annotated[Optional[str], typer.Option(help="quick, full or smoke (seconds; for tests).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Card directory (default: $ROOFLINE_HOME).")] = None,
     hw: Annotated[Optional[str], typer.Option("--hw", help="Base card (default: recognised device or this host).")] = None,
@@ -26,16 +30,34 @@ def calibrate_cmd(
     """Measure the device, run engine shapes, fit the predictor's efficiencies, and write a calibrated card."""
     from rich.progress import Progress as Bar
 
+    # the fit and the engine load on first use, so other commands start without them
+    from roofline.calibrate.calibration import ENGINE_RUNTIME, engine_profile, write_card_atomic
+    from roofline.calibrate.device_run import Progress, calibrate
+
+    directory = check_output_dir((out or user_dir()) / "hardware", "--out")  # before minutes of measuring
+    st = store(cards)
+    grid_spec(grid or ("quick" if quick else "full"))  # an unknown grid is refused before measuring too
+
     with Bar(transient=True) as bar:
         task = bar.add_task("starting the engine", total=None)
         progress = Progress(total=lambda n: bar.update(task, total=n), advance=lambda n: bar.advance(task, n),
                             stage=lambda text: bar.update(task, description=text))
-        run = calibrate(store(cards), device, grid or ("quick" if quick else "full"), hw, dtype, progress)
-    data, base, measured, summary = run["card"], run["base"], run["measured"], run["summary"]
-    path = write_card_atomic(out or user_dir(), data)
-    profile = engine_profile(store(cards).get("runtimes", ENGINE_RUNTIME), data)  # --runtime roofline-engine
-    profile_path = write_card_atomic(out or user_dir(), profile, kind="runtimes")
-    result = {"card": data["name"], "path": str(path), "runtime_profile": str(profile_path),
+        run = calibrate(st, device, grid or ("quick" if quick else "full"), hw, dtype, progress)
+    data, base, measured, summary, quality = run["card"], run["base"], run["measured"], run["summary"], run["quality"]
+    target = directory / f"{data['name']}.yaml"
+    existing = _existing(target)
+    write, note = should_write(quality, versus_existing(quality, existing), force)
+    data["calibration"]["quality"] = {"verdict": quality.verdict, "reasons": quality.reasons}
+    path = profile_path = None
+    if write:
+        path = write_card_atomic(out or user_dir(), data)
+        profile = engine_profile(st.get("runtimes", ENGINE_RUNTIME), data)  # --runtime roofline-engine
+        profile_path = write_card_atomic(out or user_dir(), profile, kind="runtimes")
+    result = {"card": data["name"], "path": str(path) if path else None, "written": write, "note": note,
+              "runtime_profile": str(profile_path) if profile_path else None,
+              "quality": {"verdict": quality.verdict, "reasons": quality.reasons,
+                          "held_out_median_pct": quality.held_out_median_pct,
+                          "bandwidth_gap": quality.bandwidth_gap, "pass_gap": quality.pass_gap},
               "device": data["calibration"]["device"],
               "efficiency": data["calibration"]["values"],
               "measured": {"read_bytes_per_s": measured["bandwidth"]["read_bytes_per_s"],
@@ -45,6 +67,18 @@ def calibrate_cmd(
                             "peak_flops": base.peak_flops.as_dict()},
               "held_out": summary["held_out"], "fit": summary["fit"], "points": summary["held_out_points"]}
     emit(result, as_json, lambda: _render(result))
+    if not write:
+        raise RooflineError(f"calibrate: {note}")
+
+
+def _existing(target: Path) -> dict | None:
+    """The card already at `target` (to compare with), or None when there is none or it cannot be read."""
+    if not target.exists():
+        return None
+    try:
+        return read_yaml(target)
+    except RooflineError:
+        return None
 
 
 def _render(r: dict):
@@ -66,4 +100,12 @@ def _render(r: dict):
             for split in ("fit", "held_out") for phase, s in r[split].items()]
     yield table("step-time error", ["split", "phase", Column("n", "right"), Column("median", "right"),
                                      Column("p90", "right"), Column("bias", "right")], summ)
-    yield f"wrote {r['path']} — `roofline predict --hw {r['card']}` now uses it"
+    q = r["quality"]
+    for reason in q["reasons"]:
+        yield f"[yellow]warning[/yellow]: {reason}"
+    if r["written"]:
+        if r["note"]:
+            yield f"[yellow]warning[/yellow]: {r['note']}"
+        yield f"wrote {r['path']} — `roofline predict --hw {r['card']}` now uses it"
+    else:
+        yield f"[bold red]not written[/bold red]: {r['note']}"

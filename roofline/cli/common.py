@@ -60,6 +60,27 @@ def store(cards: Optional[list[Path]]) -> CardStore:
     return open_store(list(cards or []))
 
 
+def model_and_quant(st: CardStore, name: str, quant: Optional[str]):
+    """The model card a name gives and the weight format to use: --quant, else the format an Ollama-style tag
+    carries ('llama3.3:70b-instruct-q4_K_M' -> q4_k_m), else None (the card's native formats). A per-component
+    format for a component the model lacks is refused."""
+    from roofline.sizing.params import check_quant_components, parse_quant
+
+    card, tagged = st.model_and_format(name)
+    if quant is not None and tagged is not None and parse_quant(quant) != {"default": tagged}:
+        raise RooflineError(f"--model {name!r} names the format {tagged} and --quant says {quant}; give one")
+    quant = quant if quant is not None else tagged
+    check_quant_components(card, quant)
+    return card, quant
+
+
+def capacity_label(capacity_bytes: float, binary: bool) -> str:
+    """Memory capacity as its datasheet states it: '128 GiB (137.4 GB)' for a card written in GiB, else '80.0 GB'."""
+    if binary:
+        return f"{capacity_bytes / 2**30:,.0f} GiB ({capacity_bytes / 1e9:,.1f} GB)"
+    return f"{capacity_bytes / 1e9:,.1f} GB"
+
+
 def gb(n: float | None, digits: int = 1) -> str | None:
     return None if n is None else f"{n / 1e9:,.{digits}f}"
 

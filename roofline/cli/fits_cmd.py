@@ -7,7 +7,16 @@ from typing import Annotated, Optional
 import typer
 
 from roofline.cards.units import QuantityError, parse_quantity
-from roofline.cli.common import CardsOpt, JsonOpt, RuntimeOpt, kv_default, runtime_choice, runtime_label, store
+from roofline.cli.common import (
+    CardsOpt,
+    JsonOpt,
+    RuntimeOpt,
+    kv_default,
+    model_and_quant,
+    runtime_choice,
+    runtime_label,
+    store,
+)
 from roofline.cli.output import Column, emit, table
 from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, tokens
 from roofline.errors import RooflineError
@@ -29,7 +38,7 @@ from roofline.sizing.memory import (
 
 
 def _gb(n: float) -> str:
-    return f"{n / 1e9:,.2f} GB"
+    return f"{n / 1e9:,.2f}"
 
 
 def fits_cmd(
@@ -52,7 +61,8 @@ def fits_cmd(
 ):
     """Does it fit? Weights, KV cache, activations, runtime and OS reserve against the card's memory."""
     st = store(cards)
-    card, hwc = st.model(model), st.hardware(hw)
+    card, quant = model_and_quant(st, model, quant)
+    hwc = st.hardware(hw)
     if runtime is not None and runtime_memory is None and _is_bytes(runtime):
         runtime, runtime_memory = None, runtime  # `--runtime 2GB`: the overhead, as before --runtime-memory existed
     choice = runtime_choice(st, runtime)
@@ -79,9 +89,9 @@ def fits_cmd(
         "block_tokens": block_tokens, "quant": wl.quant, "kv_quant": wl.kv_quant, "context_tokens": ctx,
         "concurrency": wl.batch, "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "fits": bool(b.fits),
         "capacity_bytes": b.capacity_bytes, "total_bytes": float(b.total_bytes), "headroom_bytes": float(b.headroom_bytes),
-        "budget": {"weights": b.weights_bytes, "kv": float(b.kv_bytes), "activations": float(b.activations_bytes),
-                   "runtime": b.runtime_bytes, "reserved": b.reserved_bytes},
-        "weights_by_component": b.weights_by_component, "kv_bytes_per_token": b.kv_bytes_per_token,
+        "budget": {k: round(float(v)) for k, v in (("weights", b.weights_bytes), ("kv", b.kv_bytes),
+                   ("activations", b.activations_bytes), ("runtime", b.runtime_bytes), ("reserved", b.reserved_bytes))},
+        "weights_by_component": {k: round(v) for k, v in b.weights_by_component.items()}, "kv_bytes_per_token": b.kv_bytes_per_token,
         "kv_bytes_per_sequence": float(b.kv_bytes_per_sequence),
         "max_context": max_context(card, hwc, wl.quant, wl.kv_quant, wl.batch, dep),
         "max_concurrency": max_concurrency(card, hwc, wl.quant, wl.kv_quant, ctx, dep),
@@ -114,27 +124,40 @@ def _policy_line(d: dict) -> str | None:
     return None
 
 
+def kv_per_token(card, d: dict) -> str:
+    """'128.0 KiB/token': the long-context marginal; with sliding windows, the in-window figure too."""
+    from roofline.sizing.kv import kv_bytes_per_token_in_window, shortest_window
+
+    window = shortest_window(card)
+    short = kv_bytes_per_token_in_window(card, d["kv_quant"]) / d["gpus"]
+    if window is None or abs(short - d["kv_bytes_per_token"]) < 1:
+        return f"{d['kv_bytes_per_token'] / 1024:,.1f} KiB/token"
+    return f"{short / 1024:,.1f} KiB/token up to the {window:,}-token window, {d['kv_bytes_per_token'] / 1024:,.1f} beyond"
+
+
 def render(d: dict, b: Budget, card, hw):
     per = " per GPU" if d["gpus"] > 1 else ""
     rows = [(f"  {c}", _gb(v)) for c, v in b.weights_by_component.items() if v >= 5e6]
     rows.insert(0, (f"weights ({d['quant'] or 'native: ' + '+'.join(dict.fromkeys(card.weights.values()))})",
                     _gb(b.weights_bytes)))
     rows += [(f"KV cache: {d['concurrency']} × {d['context_tokens']:,} tokens ({d['kv_quant']}, "
-              f"{d['kv_bytes_per_token'] / 1024:,.1f} KiB/token, {d['block_tokens']}-token blocks)", _gb(d["budget"]["kv"])),
+              f"{kv_per_token(card, d)}, {d['block_tokens']}-token blocks)", _gb(d["budget"]["kv"])),
              ("activations (max step tokens)", _gb(d["budget"]["activations"])),
              ("runtime (CUDA context, framework)", _gb(d["budget"]["runtime"]))]
     if d["budget"]["reserved"]:
         rows.append(("reserved by the OS/CPU (unified memory)", _gb(d["budget"]["reserved"])))
     util = d["memory_policy"]["gpu_memory_utilization"]
+    cap = _gb(d["capacity_bytes"]) + (f" ({d['capacity_bytes'] / 2**30:,.0f} GiB)" if hw.memory.capacity_binary else "")
     rows += [("total", _gb(d["total_bytes"])),
-             (f"capacity{per}" + (f" ({util:.0%} the runtime takes)" if util else ""), _gb(d["capacity_bytes"]))]
+             (f"capacity{per}" + (f" ({util:.0%} the runtime takes)" if util else ""), cap)]
     title = f"{card.name} on {d['gpus']} × {hw.name}" if d["gpus"] > 1 else f"{card.name} on {hw.name}"
-    title += f" · runtime {d['runtime']}"
-    yield table(f"memory budget{per}: {title}", ["line", Column("bytes", "right")], rows)
+    yield table(f"memory budget{per}: {title} · runtime {d['runtime']} · {d['concurrency']} sequence(s) × "
+                f"{d['context_tokens']:,} tokens held (--context: prompt + output per sequence)",
+                ["line", Column("GB", "right")], rows)
     if d["fits"]:
-        yield f"[bold green]fits[/bold green] with {_gb(d['headroom_bytes'])} to spare"
+        yield f"[bold green]fits[/bold green] with {_gb(d['headroom_bytes'])} GB to spare"
     else:
-        yield f"[bold red]does not fit[/bold red]: short by {_gb(-d['headroom_bytes'])}"
+        yield f"[bold red]does not fit[/bold red]: short by {_gb(-d['headroom_bytes'])} GB"
     yield (f"max context at {d['concurrency']} sequence(s): {d['max_context']:,} tokens "
            f"(model max {card.architecture.max_context:,}) · max concurrency at {d['context_tokens']:,} tokens: "
            f"{d['max_concurrency']:,} · fewest GPUs: {d['min_gpus'] or 'none of this card holds it'}")

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from roofline.cards.hardware import HardwareCard
-from roofline.cli.common import CardsOpt, JsonOpt, gb, store, tflops
-from roofline.cli.output import Column, emit, table
+from roofline.cli.common import CardsOpt, JsonOpt, capacity_label, gb, store, tflops
+from roofline.cli.output import Column, emit, table, warn
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
@@ -28,12 +28,14 @@ def hw_record(card: HardwareCard, origin: str | None = None) -> dict:
 def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
     st = store(cards)
     items = sorted(st.all("hardware"), key=lambda c: (c.vendor, c.kind, -c.memory.bandwidth_bytes_per_s))
+    for problem in st.problems("hardware"):
+        warn(f"skipped a hardware card: {problem}")
     data = [hw_record(c, st.origin("hardware", c.name)) for c in items]
 
     def render():
-        cols = ["name", "vendor", "kind", Column("memory GB", "right"), Column("GB/s", "right"),
+        cols = ["name", "vendor", "kind", Column("memory", "right"), Column("GB/s", "right"),
                 Column("bf16 TF", "right"), Column("fp8 TF", "right"), Column("fp4 TF", "right"), "unified", "origin"]
-        rows = [(c.name, c.vendor, c.kind, gb(c.memory.capacity_bytes, 0), gb(c.memory.bandwidth_bytes_per_s, 0),
+        rows = [(c.name, c.vendor, c.kind, capacity_label(c.memory.capacity_bytes, c.memory.capacity_binary), gb(c.memory.bandwidth_bytes_per_s, 0),
                  tflops(c.peak_flops.bf16 or c.peak_flops.fp16), tflops(c.peak_flops.fp8), tflops(c.peak_flops.fp4),
                  "yes" if c.memory.unified else "", st.origin("hardware", c.name)) for c in items]
         yield table(f"{len(items)} hardware cards (dense peaks, TFLOP/s)", cols, rows)
@@ -52,7 +54,7 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias or path to a
         m, ic = card.memory, card.interconnect
         rows = [("name", card.name), ("aliases", ", ".join(card.aliases)), ("vendor / kind", f"{card.vendor} / {card.kind}"),
                 ("description", card.description),
-                ("memory", f"{gb(m.capacity_bytes)} GB ({m.capacity_bytes / 2**30:,.1f} GiB) {m.type or ''}"),
+                ("memory", f"{capacity_label(m.capacity_bytes, m.capacity_binary)} {m.type or ''}"),
                 ("bandwidth", f"{gb(m.bandwidth_bytes_per_s)} GB/s")]
         if m.unified:
             rows.append(("unified memory", f"yes; OS/CPU keep {gb(m.reserved_bytes)} GB, GPU can use {gb(m.usable_bytes)} GB"))

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from roofline.cards.files import check_output_dir, write_atomic
 from roofline.cards.model import ModelCard
 from roofline.cards.store import card_to_yaml, user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, billions, gb, store
-from roofline.cli.output import Column, emit, table
+from roofline.cli.output import Column, emit, table, warn
 from roofline.errors import RooflineError
-from roofline.sizing.kv import kv_bytes, kv_bytes_per_token
+from roofline.sizing.kv import kv_bytes, kv_bytes_per_token, kv_bytes_per_token_in_window, shortest_window
 from roofline.sizing.layers import layer_summary, resolve_layers
 from roofline.sizing.params import (
     active_param_counts,
@@ -38,6 +37,8 @@ def model_record(card: ModelCard, origin: str | None = None) -> dict:
         "params_by_component": param_counts(card),
         "weights_bytes": sum(weight_bytes(card).values()),
         "kv_bytes_per_token_bf16": kv_bytes_per_token(card, "bf16"),
+        "kv_bytes_per_token_in_window_bf16": kv_bytes_per_token_in_window(card, "bf16"),
+        "shortest_window_tokens": shortest_window(card),
         "kv_bytes_at_max_context_bf16": kv_bytes(card, arch.max_context, "bf16"),
         "layers": layer_summary(resolve_layers(arch)),
     }
@@ -46,10 +47,22 @@ def model_record(card: ModelCard, origin: str | None = None) -> dict:
     return data
 
 
+def kv_label(derived: dict) -> str:
+    """KV per token at long context; for sliding-window layers also what each token costs below the window
+    (mistral-7b: '128.0 KiB ≤4,096 tok, then 0.0')."""
+    long_ctx, short = derived["kv_bytes_per_token_bf16"], derived["kv_bytes_per_token_in_window_bf16"]
+    window = derived["shortest_window_tokens"]
+    if window is None or abs(short - long_ctx) < 1:
+        return f"{long_ctx / 1024:,.1f} KiB"
+    return f"{short / 1024:,.1f} KiB ≤{window:,} tok, then {long_ctx / 1024:,.1f}"
+
+
 @app.command("list", help="All model cards (bundled, user directory, --cards).")
 def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
     st = store(cards)
     items = sorted(st.all("models"), key=lambda c: (c.family, total_params(c)))
+    for problem in st.problems("models"):
+        warn(f"skipped a model card: {problem}")
     data = [model_record(c, st.origin("models", c.name)) for c in items]
 
     def render():
@@ -60,7 +73,7 @@ def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
             der = d["derived"]
             rows.append((c.name, c.family, billions(der["total_params"]),
                          billions(der["active_params"]) if c.is_moe else "", c.architecture.num_layers, der["layers"],
-                         f"{der['kv_bytes_per_token_bf16'] / 1024:,.1f} KiB", f"{c.architecture.max_context:,}",
+                         kv_label(der), f"{c.architecture.max_context:,}",
                          ", ".join(f"{k}={v}" for k, v in c.weights.items())))
         yield table(f"{len(items)} model cards", cols, rows)
 
@@ -99,7 +112,7 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to 
             if section:
                 rows.append((label, ", ".join(f"{k}={v}" for k, v in section.model_dump().items())))
         rows += [("max context", f"{arch.max_context:,} tokens"),
-                 ("KV cache (bf16)", f"{der['kv_bytes_per_token_bf16'] / 1024:,.1f} KiB/token; "
+                 ("KV cache (bf16)", f"{kv_label(der)} per token; "
                   f"{der['kv_bytes_at_max_context_bf16'] / 2**30:,.2f} GiB at {arch.max_context:,} tokens")]
         yield table(card.name, ["field", "value"], rows, caption=card.notes or None)
         total, active, wbytes = param_counts(card), active_param_counts(card), weight_bytes(card)
@@ -121,15 +134,16 @@ def import_(path: Annotated[Path, typer.Argument(help="A config.json, a .gguf fi
             out_dir: Annotated[Optional[Path], typer.Option("--to", help="Card directory (default: $ROOFLINE_HOME).")] = None,
             as_json: JsonOpt = False):
     from roofline.importers import import_model
-    from roofline.importers.checkpoint import card_path, check_card_name
+    from roofline.importers.config_json import card_name
 
     if name is not None:
-        check_card_name(name)
+        card_name(name)  # before anything is read or written
+    directory = check_output_dir((out_dir or user_dir()) / "models", "--to")
     card = import_model(path, name=name)
-    target = card_path(out_dir or user_dir(), card.name)
-    if target.exists() and not force:
+    target = directory / f"{card.name}.yaml"
+    if (target.exists() or target.is_symlink()) and not force:
         raise RooflineError(f"card '{card.name}' already exists at {target}; pass --force to overwrite or --name NEW")
-    _write_atomic(target, card_to_yaml(card))
+    write_atomic(target, card_to_yaml(card), "--to")
     data = {"name": card.name, "path": str(target), **model_record(card)["derived"]}
 
     def render():
@@ -138,18 +152,3 @@ def import_(path: Annotated[Path, typer.Argument(help="A config.json, a .gguf fi
 
     emit(data, as_json, render)
 
-
-def _write_atomic(target: Path, text: str) -> None:
-    """Write to a temporary file created exclusively beside the target, then rename it over the target."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a card is as readable as any file the user writes
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

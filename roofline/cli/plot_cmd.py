@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from roofline.cards.files import check_output_file
 from roofline.cli.common import (
     CardsOpt,
     JsonOpt,
@@ -31,16 +32,20 @@ OutOpt = Annotated[Path, typer.Option("--output-file", "-o", help="Image file: .
 
 def _plots():
     try:
+        import matplotlib  # noqa: F401  (a dependency; checked here so a broken install is one line)
+
         from roofline.report import plots
     except ImportError:  # pragma: no cover - depends on the environment
-        raise RooflineError("plots need matplotlib: pip install 'roofline[plot]'") from None
+        raise RooflineError("plots need matplotlib, a dependency of roofline that is missing here: "
+                            "pip install matplotlib") from None
     return plots
 
 
 def _check_suffix(path: Path) -> Path:
+    """A writable image path, checked before any work (a directory, a read-only or system path is refused)."""
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise RooflineError(f"-o {path}: use a .png, .svg or .pdf file name")
-    return path
+    return check_output_file(path, "-o")
 
 
 def _done(path: Path, data: dict, as_json: bool) -> None:

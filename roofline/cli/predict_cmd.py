@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -14,12 +11,15 @@ from roofline.cli.common import (
     CardsOpt,
     JsonOpt,
     RuntimeOpt,
+    capacity_label,
     kv_default,
+    model_and_quant,
     runtime_choice,
     runtime_efficiency,
     store,
 )
-from roofline.cli.output import Column, emit, table
+from roofline.cli.output import Column, check_formats, emit, table, warn
+from roofline.cli.output import write_csv as write_rows
 from roofline.errors import RooflineError
 from roofline.perf.request import Prediction, predict
 from roofline.perf.workload import make_workload
@@ -64,18 +64,40 @@ def flat(p: Prediction) -> dict:
 
 
 def why(p: Prediction, phase: str) -> str:
+    """The bound and the numbers behind it, never contradicting each other: the bound is the largest share of the
+    step's time (ops are classed one by one as compute- or memory-limited); the step-average intensity is context."""
     r = p.phases[phase]
+    share = r.limit_share
+    split = f"compute {share['compute']:.0%} · memory {share['memory']:.0%} · overhead {share['overhead']:.0%}"
+    side = "above" if r.arithmetic_intensity > r.ridge_flop_per_byte else "below"
+    avg = (f"step average {r.arithmetic_intensity:,.1f} FLOP/B, {side} the ridge {r.ridge_flop_per_byte:,.0f}")
     if r.bound == "memory":
-        return f"memory-bound: {r.bytes / 1e9:,.2f} GB moved, intensity {r.arithmetic_intensity:,.1f} FLOP/B < ridge {r.ridge_flop_per_byte:,.0f}"
+        return f"memory-bound ({split} of the time): {r.bytes / 1e9:,.2f} GB moved; {avg}"
     if r.bound == "compute":
-        return f"compute-bound: {r.flops / 1e12:,.2f} TFLOP, intensity {r.arithmetic_intensity:,.0f} FLOP/B vs ridge {r.ridge_flop_per_byte:,.0f}"
-    return "overhead-bound: kernel launches and per-step costs exceed the math and the memory traffic"
+        return f"compute-bound ({split} of the time): {r.flops / 1e12:,.2f} TFLOP; {avg}"
+    return f"overhead-bound ({split} of the time): kernel launches and per-step costs exceed math and memory"
 
 
-def render_prediction(p: Prediction):
-    title = (f"{p.model} on {p.hardware} · runtime {p.runtime} · weights {p.quant}, KV {p.kv_quant} · {p.prompt_tokens:,}-token prompt → "
-             f"{p.output_tokens:,} tokens · batch {p.batch}" + (f" · {p.gpus} GPUs (tp {p.tp}, pp {p.pp})" if p.gpus > 1 else "")
-             + (f" · speculative k={p.spec_tokens} a={p.accept_rate}" if p.spec_tokens else ""))
+def inputs_line(p: Prediction, extra: dict[str, str] | None = None) -> str:
+    """Every input that changed the answer, in one header line."""
+    parts = [f"{p.model} on {p.hardware}", f"runtime {p.runtime}", f"weights {p.quant}, KV {p.kv_quant}",
+             f"{p.prompt_tokens:,}-token prompt → {p.output_tokens:,} tokens", f"batch {p.batch}"]
+    if p.cached_tokens:
+        parts.append(f"{p.cached_tokens:,} tokens cached before the prompt")
+    if p.gpus > 1:
+        parts.append(f"{p.gpus} GPUs (tp {p.tp}, pp {p.pp})")
+    if p.spec_tokens:
+        parts.append(f"speculative k={p.spec_tokens} a={p.accept_rate}, draft "
+                     + (p.draft if p.draft else "the model's own MTP layers"))
+    parts += [f"{k} {v}" for k, v in (extra or {}).items()]
+    return " · ".join(parts)
+
+
+def render_prediction(p: Prediction, instead: list[dict], extra: dict[str, str] | None = None, capacity: str = ""):
+    if not p.fits_in_memory:
+        yield (f"[bold red]does NOT fit[/bold red]: needs {p.memory_per_gpu_bytes / 1e9:,.1f} GB"
+               f"{' per GPU' if p.gpus > 1 else ''} of {capacity}; the figures below assume it did")
+        yield from instead_lines(instead)
     c = p.ceiling
     rows = [("TTFT (prefill + first decode step)", fmt_s(p.ttft_s), fmt_s(c.ttft_s)),
             ("ITL (mean over the answer)", fmt_s(p.itl_s), fmt_s(c.itl_s)),
@@ -83,6 +105,7 @@ def render_prediction(p: Prediction):
             ("decode tok/s per sequence", fmt_rate(p.decode_tok_s), fmt_rate(c.decode_tok_s)),
             ("decode tok/s aggregate", fmt_rate(p.decode_tok_s_aggregate), fmt_rate(c.decode_tok_s_aggregate)),
             ("end-to-end", fmt_s(p.e2e_s), fmt_s(c.e2e_s))]
+    title = ("[does NOT fit] " if not p.fits_in_memory else "") + inputs_line(p, extra)
     yield table(title, ["", Column("expected", "right"), Column("ceiling", "right")], rows,
                 caption=f"expected: {p.efficiency_source}; ceiling: 100% of datasheet peaks, no overhead")
     phase_rows = []
@@ -92,19 +115,77 @@ def render_prediction(p: Prediction):
     yield table("why (expected mode, per step)", ["phase", Column("time", "right"), "bound", "top ops"], phase_rows)
     verdict = "fits" if p.fits_in_memory else "[bold red]does NOT fit[/bold red] (see `roofline fits`)"
     per = " per GPU" if p.gpus > 1 else ""
-    yield (f"memory: weights {p.weights_bytes / 1e9:,.1f} GB, KV {p.kv_bytes / 1e9:,.2f} GB; with activations, "
-           f"runtime and OS {p.memory_per_gpu_bytes / 1e9:,.1f} GB{per} of {p.memory_capacity_bytes / 1e9:,.1f} GB "
-           f"— {verdict}")
+    draft = f" (with the draft {p.draft})" if p.draft else ""
+    yield (f"memory{draft}: weights {p.weights_bytes / 1e9:,.1f} GB, KV {p.kv_bytes / 1e9:,.2f} GB; with activations, "
+           f"runtime and OS {p.memory_per_gpu_bytes / 1e9:,.1f} GB{per} of {capacity} — {verdict}")
+
+
+def instead_lines(instead: list[dict]):
+    if not instead:
+        yield "  nothing single makes it fit on this hardware; see `roofline fits` for every line of the budget"
+        return
+    yield "[bold]run instead[/bold]:"
+    for alt in instead:
+        pred = alt.get("prediction")
+        got = (f"; expected {fmt_rate(pred['decode_tok_s'])} tok/s per sequence, TTFT {fmt_s(pred['ttft_s'])}"
+               if pred else "")
+        yield f"  {alt['flag']}  ({alt['detail']}{got})"
+
+
+def alternatives(card, hw, wl, draft=None, eff=None) -> list[dict]:
+    """What to run instead when the setup does not fit: each single change `what_would_fit` finds (a smaller weight
+    or KV format, fewer sequences, more GPUs), with the prediction where the change is a format or GPU count."""
+    from roofline.sizing.alternatives import what_would_fit
+    from roofline.sizing.memory import Deployment, memory_budget
+
+    dep = Deployment(wl.tp, wl.pp)
+    tokens_held = wl.tokens_held
+    budget = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens_held, wl.batch, dep)
+    found = what_would_fit(card, hw, wl.quant, wl.kv_quant, tokens_held, wl.batch, dep, budget,
+                           ("--quant", "--kv-quant", "--concurrency", "--gpus"))
+    if budget.fits:  # only the draft model pushes it over: no single change of the target's is proposed
+        return []
+    out = []
+    for alt in found:
+        item = {"option": alt.option, "value": alt.value, "flag": alt.flag, "detail": alt.detail}
+        if alt.option == "--concurrency":
+            item["flag"] = f"--batch {alt.value}"
+        changes = _changes(alt.option, alt.value)
+        try:
+            q = predict(card, hw, wl.model_copy(update=changes), draft=draft, eff=eff)
+            item["prediction"] = {k: getattr(q, k) for k in ("ttft_s", "itl_s", "decode_tok_s", "prefill_tok_s")}
+        except RooflineError:
+            pass
+        out.append(item)
+    return out
+
+
+def _changes(option: str, value: str) -> dict:
+    """The workload fields an alternative's flag changes."""
+    if option == "--quant":
+        return {"quant": value}
+    if option == "--kv-quant":
+        return {"kv_quant": value}
+    if option == "--concurrency":
+        return {"batch": int(value)}
+    parts = value.split()  # --gpus: '4' or '4 --pp 2'
+    return {"tp": int(parts[0]), "pp": int(parts[2]) if len(parts) > 2 else 1}
 
 
 def predict_cmd(
     model: ModelOpt, hw: HwOpt, quant: QuantOpt = None, kv_quant: KvOpt = None,
     prompt: TokOpt = "500", output: TokOpt = "200",
     batch: Annotated[int, typer.Option(help="Concurrent sequences sharing each step.")] = 1,
-    context: Annotated[str, typer.Option(help="Tokens already cached before the prompt (prefix reuse).")] = "0",
+    cached_tokens: Annotated[str, typer.Option("--cached-tokens", help="Tokens already cached before the prompt "
+                                               "(prefix reuse); they add to attention and KV, not to prefill work.")] = "0",
+    context: Annotated[Optional[str], typer.Option("--context", hidden=True,
+                                                   help="Deprecated: use --cached-tokens.")] = None,
+    allow_beyond_context: Annotated[bool, typer.Option("--allow-beyond-context", help="Predict a request longer "
+                                                       "than the model's max context (RoPE-scaled runs).")] = False,
     spec_tokens: Annotated[int, typer.Option("--spec-tokens", help="Draft tokens per verify step (0 = off).")] = 0,
     accept: Annotated[Optional[float], typer.Option("--accept", help="Draft acceptance rate in (0, 1).")] = None,
-    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model card (default with --spec-tokens: MTP head).")] = None,
+    draft: Annotated[Optional[str], typer.Option("--draft", help="Draft model card (needed with --spec-tokens unless "
+                                                 "the model has MTP layers).")] = None,
     gpus: GpusOpt = 1, pp: PpOpt = 1,
     layers: Annotated[Optional[int], typer.Option(help="Only the first N layers (as `roofline engine run`).")] = None,
     vocab: Annotated[Optional[int], typer.Option(help="A smaller vocabulary (as `roofline engine run`).")] = None,
@@ -113,32 +194,41 @@ def predict_cmd(
     cards: CardsOpt = None, runtime: RuntimeOpt = None,
 ):
     """Predict TTFT, ITL, tok/s and end-to-end latency of one request shape; expected beside ceiling."""
+    check_formats(as_json, as_csv)
+    if context is not None:
+        # kept one release for scripts written before the rename; `fits --context` is tokens each sequence holds
+        warn("predict --context is deprecated: use --cached-tokens (tokens cached before the prompt)")
+        if cached_tokens != "0":
+            raise RooflineError("give --cached-tokens only (--context is its deprecated name)")
+        cached_tokens = context
     st = store(cards)
     choice = runtime_choice(st, runtime)
-    ctx = 0 if context in ("0", 0) else tokens("--context", context)
+    card, quant = model_and_quant(st, model, quant)
+    ctx = 0 if cached_tokens.strip() == "0" else tokens("--cached-tokens", cached_tokens)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), spec_tokens=spec_tokens, accept_rate=accept,
-                       draft_model=draft, context_tokens=ctx, tp=gpus, pp=pp)
-    card, hwc = reduce_card(st.model(model), layers, vocab), st.hardware(hw)
+                       draft_model=draft, context_tokens=ctx, tp=gpus, pp=pp,
+                       allow_beyond_context=allow_beyond_context)
+    card = reduce_card(card, layers, vocab)
+    hwc = st.hardware(hw)
+    draft_card = st.model(draft) if draft else None
     eff = runtime_efficiency(choice, card, hwc, wl)
-    p = predict(card, hwc, wl, draft=st.model(draft) if draft else None, eff=eff)
-    if as_csv:
-        write_csv([p])
-        return
-    emit(flat(p), as_json, lambda: render_prediction(p))
+    p = predict(card, hwc, wl, draft=draft_card, eff=eff)
+    instead = [] if p.fits_in_memory else alternatives(card, hwc, wl, draft_card, eff)
+    extra = {k: v for k, v in (("layers", layers and f"first {layers}"), ("vocab", vocab and f"{vocab:,}"),
+                               ("beyond max context", allow_beyond_context and wl.tokens_held >
+                                card.architecture.max_context and f"{card.architecture.max_context:,}")) if v}
+    capacity = capacity_label(hwc.memory.capacity_bytes, hwc.memory.capacity_binary)
+    emit({**flat(p), "instead": instead}, as_json, lambda: render_prediction(p, instead, extra, capacity),
+         as_csv=as_csv, csv_rows=lambda: [csv_row(p)])
 
 
 def csv_row(p: Prediction) -> dict:
-    row = {k: v for k, v in p.model_dump().items() if not isinstance(v, dict)}
+    row = {k: v for k, v in p.model_dump().items() if not isinstance(v, (dict, list))}
     row.update({f"bound_{k}": v for k, v in p.bound.items()})
     row.update({f"ceiling_{k}": v for k, v in p.ceiling.model_dump().items()})
     return row
 
 
 def write_csv(preds: list[Prediction]) -> None:
-    buf = io.StringIO()
-    rows = [csv_row(p) for p in preds]
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    sys.stdout.write(buf.getvalue())
+    write_rows([csv_row(p) for p in preds])

@@ -11,29 +11,33 @@ from roofline.cli.common import (
     CardsOpt,
     JsonOpt,
     RuntimeOpt,
+    capacity_label,
     int_list,
     kv_default,
+    model_and_quant,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
     store,
 )
-from roofline.cli.output import Column, emit, table
+from roofline.cli.output import Column, check_formats, emit, table
 from roofline.cli.predict_cmd import (
     GpusOpt,
     KvOpt,
     PpOpt,
     QuantOpt,
     TokOpt,
+    alternatives,
+    csv_row,
     fmt_rate,
     fmt_s,
     tokens,
-    write_csv,
 )
+from roofline.errors import RooflineError
 from roofline.perf.grid import sweep_arrays
 from roofline.perf.parallel import check_parallel
 from roofline.perf.request import predict
-from roofline.perf.workload import make_workload
+from roofline.perf.workload import check_context, make_workload
 from roofline.sizing.memory import Deployment, max_concurrency
 
 
@@ -47,16 +51,25 @@ def sweep_cmd(
     runtime: RuntimeOpt = None,
 ):
     """Aggregate and per-request tok/s, ITL and TTFT as concurrency grows; stops where memory runs out."""
+    check_formats(as_json, as_csv)
     st = store(cards)
-    card, hwc = st.model(model), st.hardware(hw)
+    card, quant = model_and_quant(st, model, quant)
+    hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
     levels = int_list("--concurrency", concurrency)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
+                       quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp,
+                       batch=max(levels))
     check_parallel(card, hwc, wl.tp, wl.pp)
+    check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
     limit = max_concurrency(card, hwc, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
                             Deployment(wl.tp, wl.pp))
+    if limit < 1:  # nothing to tabulate: say why and what would fit, in one line
+        fixes = [a["flag"] for a in alternatives(card, hwc, wl.model_copy(update={"batch": 1}))]
+        raise RooflineError(f"{card.name} does not fit on {hwc.name} even at concurrency 1 "
+                            f"({wl.prompt_tokens + wl.output_tokens:,} tokens per request); "
+                            + (f"try {' or '.join(fixes)}" if fixes else "see `roofline fits`"))
     b = np.array(levels, float)
     v = sweep_arrays(card, hwc, wl, b, np.full_like(b, wl.prompt_tokens), eff=eff)
     rows = [{"concurrency": n, **{k: float(v[k][i]) for k in v if k != "fits_in_memory"},
@@ -64,18 +77,10 @@ def sweep_cmd(
     shown = [r for r in rows if r["fits_in_memory"]]
     note = (f"memory runs out above {limit} concurrent requests of {wl.prompt_tokens + wl.output_tokens:,} tokens: "
             f"weights {rows[0]['weights_bytes'] / 1e9:,.1f} GB + KV {(rows[0]['kv_bytes'] / levels[0]) / 1e9:,.3f} GB "
-            f"per request on {hwc.memory.capacity_bytes / 1e9:,.1f} GB (see `roofline fits` for every line)")
+            f"per request on {capacity_label(hwc.memory.capacity_bytes, hwc.memory.capacity_binary)} "
+            "(see `roofline fits` for every line)")
     data = {"model": card.name, "hardware": hwc.name, "runtime": runtime_label(choice), "prompt_tokens": wl.prompt_tokens,
             "output_tokens": wl.output_tokens, "max_concurrency": limit, "rows": rows}
-    if as_csv:
-        import csv
-        import sys
-
-        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-        return
-
     def render():
         cols = [Column("concurrency", "right"), Column("aggregate tok/s", "right"), Column("per-request tok/s", "right"),
                 Column("ITL", "right"), Column("TTFT", "right"), Column("memory GB/GPU", "right")]
@@ -87,7 +92,7 @@ def sweep_cmd(
         if len(shown) < len(rows) or limit < 10**9:
             yield ("stopped: " if len(shown) < len(rows) else "") + note
 
-    emit(data, as_json, render)
+    emit(data, as_json, render, as_csv=as_csv, csv_rows=lambda: rows)
 
 
 def compare_cmd(
@@ -100,27 +105,40 @@ def compare_cmd(
     runtime: RuntimeOpt = None,
 ):
     """Models x hardware side by side: TTFT, ITL, tok/s, memory, the decode bound."""
+    check_formats(as_json, as_csv)
     st = store(cards)
-    models = [st.model(m) for m in model.split(",") if m.strip()]
+    specs = [model_and_quant(st, m, quant) for m in model.split(",") if m.strip()]
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
+    if not specs or not hws:
+        raise RooflineError("compare needs at least one --model and one --hw")
     choice = runtime_choice(st, runtime)
+    runs = []
+    for card, q in specs:
+        wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
+                           batch=batch, quant=q, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
+        for h in hws:
+            eff = runtime_efficiency(choice, card, h, wl)
+            p = predict(card, h, wl, eff=eff)
+            runs.append((p, [] if p.fits_in_memory else alternatives(card, h, wl, None, eff)))
+    preds = [p for p, _ in runs]
+    data = [{**p.model_dump(exclude={"phases"}), "instead": alt} for p, alt in runs]
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
-    preds = [predict(m, h, wl, eff=runtime_efficiency(choice, m, h, wl)) for m in models for h in hws]
-    if as_csv:
-        write_csv(preds)
-        return
-    data = [p.model_dump(exclude={"phases"}) for p in preds]
+                       batch=batch, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
 
     def render():
         cols = ["model", "hardware", "weights", Column("TTFT", "right"), Column("ITL", "right"),
                 Column("decode tok/s", "right"), Column("ceiling", "right"), Column("prefill tok/s", "right"),
                 "decode bound", Column("memory GB/GPU", "right"), "fits"]
+        misfits = [(p, alt) for p, alt in runs if not p.fits_in_memory]
+        for p, alt in misfits:
+            fix = f"; run instead with {alt[0]['flag']} ({alt[0]['detail']})" if alt else "; nothing single fits"
+            yield f"[bold red]{p.model} does NOT fit on {p.hardware}[/bold red]{fix}"
         yield table(f"{wl.prompt_tokens}-token prompt → {wl.output_tokens} tokens, batch {wl.batch} · runtime "
                     f"{runtime_label(choice)} (expected mode)",
                     cols, [(p.model, p.hardware, p.quant, fmt_s(p.ttft_s), fmt_s(p.itl_s), fmt_rate(p.decode_tok_s),
                             fmt_rate(p.ceiling.decode_tok_s), fmt_rate(p.prefill_tok_s), p.bound["decode"],
-                            f"{p.memory_per_gpu_bytes / 1e9:,.1f}", "yes" if p.fits_in_memory else "NO")
-                           for p in preds])
+                            f"{p.memory_per_gpu_bytes / 1e9:,.1f}",
+                            "yes" if p.fits_in_memory else "NO" + (f" → {alt[0]['flag']}" if alt else ""))
+                           for p, alt in runs])
 
-    emit(data, as_json, render)
+    emit(data, as_json, render, as_csv=as_csv, csv_rows=lambda: [csv_row(p) for p in preds])

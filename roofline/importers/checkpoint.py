@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from pathlib import Path
 
 from pydantic import ValidationError
 
 from roofline.cards.model import ModelCard
+from roofline.cards.schema import first_problem
 from roofline.errors import CardError
 from roofline.sizing.params import param_counts
 
@@ -18,7 +18,6 @@ from roofline.sizing.params import param_counts
 MAX_DIMENSION = 1 << 31
 # derived and stored element counts differing by more than this fraction get a note on the card
 ELEMENT_MISMATCH = 0.01
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
 def bounded_int(value: object, key: str, path: object) -> int:
@@ -34,14 +33,6 @@ def slug(text: str) -> str:
     """A card name from free text: lower case, runs of other characters -> '-'. '' when nothing is left."""
     out = re.sub(r"[^a-z0-9._-]+", "-", text.strip().lower()).strip("-.")
     return re.sub(r"-{2,}", "-", out)
-
-
-def check_card_name(name: str) -> str:
-    """A name that is safe as a file name in the card directory (no separators, no leading dot)."""
-    if not NAME_RE.fullmatch(name) or ".." in name:
-        raise CardError("--name", "", f"'{name}' is not a card name; use lower-case letters, digits, '.', '_' "
-                        "and '-', e.g. llama-3.1-8b-q4_k_m")
-    return name
 
 
 def _dominant(by_format: Counter, component: str | None = None) -> str | None:
@@ -87,10 +78,5 @@ def attach_stored_bytes(card: ModelCard, nbytes: Counter, elements: Counter | No
     try:
         return ModelCard.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise CardError(source, loc, first["msg"].removeprefix("Value error, ")) from None
-
-
-def card_path(directory: Path, name: str) -> Path:
-    return directory / "models" / f"{check_card_name(name)}.yaml"
+        loc, msg, _ = first_problem(err)
+        raise CardError(source, loc, msg) from None

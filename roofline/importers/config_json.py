@@ -7,12 +7,12 @@ The parameter count is derived from the shapes (params.py), not published, and t
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from roofline.cards.files import read_json_file
 from roofline.cards.schema import first_problem
 from roofline.errors import CardError, RooflineError
 from roofline.importers.hf_families import (
@@ -78,6 +78,20 @@ def _slug(text: str) -> str:
     return re.sub(r"-{2,}", "-", slug)
 
 
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
+
+
+def card_name(name: str) -> str:
+    """A --name as a card name: letters, digits, '.', '_', '-' and spaces, starting with a letter or digit (no '/',
+    no leading dot: it becomes a file name), slugged ('My Llama' -> 'my-llama') to at most 100 characters."""
+    slug = _slug(name)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._ -]*", name) or not NAME_PATTERN.fullmatch(slug) \
+            or slug.endswith((".yaml", ".yml")):
+        raise RooflineError(f"--name {name!r}: a card name needs letters or digits (lowercase, '.', '_', '-'; "
+                            "at most 100 characters), like my-model")
+    return slug
+
+
 def _repo_id(config: dict) -> str | None:
     path = str(config.get("_name_or_path") or "").strip()
     if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", path):
@@ -93,8 +107,8 @@ def _default_name(config: dict, model_type: str, total: int, active: float | Non
     """Slug of `_name_or_path`'s last part, else '<model_type>-<size>' (MoE: '-a<active>')."""
     path = str(config.get("_name_or_path") or "").rstrip("/\\")
     stem = re.split(r"[/\\]", path)[-1] if path else ""
-    if _slug(stem):
-        return _slug(stem)
+    if NAME_PATTERN.fullmatch(_slug(stem)[:100]):
+        return _slug(stem)[:100]
     name = f"{model_type.replace('_', '-')}-{_size(total)}"
     return f"{name}-a{_size(active)}" if active is not None else name
 
@@ -125,13 +139,26 @@ def _text_fields(config: dict, model_type: str, source: str) -> _Fields:
 
 
 def card_from_config(config: dict, name: str | None = None, source: str = "config.json") -> ModelCard:
-    """A ModelCard from a transformers config.json dict; RooflineError (one line) when it cannot be read."""
+    """A ModelCard from a transformers config.json dict; RooflineError (one line) when it cannot be read. A config
+    of the wrong shape (a list where a number belongs, a zero where a divisor belongs) is the file's problem, never
+    an internal error: whatever the family builders trip over becomes a CardError naming the file."""
+    try:
+        return _card_from_config(config, name, source)
+    except RooflineError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError, OverflowError, IndexError) as err:
+        raise CardError(source, "", f"cannot read this config ({type(err).__name__}: {' '.join(str(err).split())[:200]})") from None
+    except RecursionError:
+        raise CardError(source, "", "cannot read this config (nested too deeply)") from None
+
+
+def _card_from_config(config: dict, name: str | None, source: str) -> ModelCard:
     if not isinstance(config, dict):
         raise CardError(source, "", "a config.json must be a JSON object of fields")
     model_type = config.get("model_type")
     if model_type is None:
         raise CardError(source, "", "missing 'model_type'")
-    if model_type not in _FAMILIES:
+    if not isinstance(model_type, str) or model_type not in _FAMILIES:
         raise RooflineError(f"unsupported model_type '{model_type}'; supported: {', '.join(SUPPORTED_MODEL_TYPES)};"
                             " write a card by hand, see README")
     family, build = _FAMILIES[model_type]
@@ -145,7 +172,7 @@ def card_from_config(config: dict, name: str | None = None, source: str = "confi
     repo = _repo_id(config)
     weights = _weights(config, notes)
     card = {
-        "name": _slug(name) if name else _default_name(config, model_type, total, active),
+        "name": card_name(name) if name else _default_name(config, model_type, total, active),
         "aliases": [repo] if repo else [],
         "family": family,
         "source": {"hf_repo": repo, "shapes_from": source},
@@ -159,17 +186,8 @@ def card_from_config(config: dict, name: str | None = None, source: str = "confi
 
 
 def read_config_file(path: Path) -> dict:
-    """A config.json as a dict; one line when it cannot be read."""
-    try:
-        config = json.loads(path.read_text())
-    except OSError as err:
-        raise CardError(path, "", f"cannot read file ({err.strerror})") from None
-    except UnicodeDecodeError:
-        raise CardError(path, "", "not a readable config.json (not UTF-8)") from None
-    except json.JSONDecodeError as err:
-        raise CardError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from None
-    except RecursionError:
-        raise CardError(path, "", "not a readable config.json (nested too deeply)") from None
+    """A JSON object file (config.json, a safetensors index) as a dict, read bounded; one line when it cannot be."""
+    config = read_json_file(path, "config.json")
     if not isinstance(config, dict):
         raise CardError(path, "", "a config.json must be a JSON object")
     return config

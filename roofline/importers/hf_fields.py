@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from roofline.cards.schema import MAX_CONTEXT, MAX_LAYERS
 from roofline.errors import CardError
 
 _MISSING = object()
@@ -51,16 +53,19 @@ class _Fields:
         key, value = self._pick(keys, default)
         if value is None:
             return value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-            raise self.error(key, f"must be an integer, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) <= MAX_CONTEXT \
+                or value != int(value):
+            raise self.error(key, f"must be an integer of at most {MAX_CONTEXT:,}, got {value!r}")
+        if "layers" in key and not 0 <= value <= MAX_LAYERS:  # the importer builds one entry per layer
+            raise self.error(key, f"must be between 0 and {MAX_LAYERS}, got {value!r}")
         return int(value)
 
     def float(self, *keys: str, default: Any = _MISSING) -> float:
         key, value = self._pick(keys, default)
         if value is None:
             return value
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(key, f"must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.error(key, f"must be a finite number, got {value!r}")
         return float(value)
 
     def bool(self, key: str, default: bool) -> bool:

@@ -9,11 +9,12 @@ from pydantic import BaseModel
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
+from roofline.errors import RooflineError
 from roofline.perf.efficiency import CEILING, Efficiency, expected_efficiency
 from roofline.perf.ops import Op, Step, layer_ops, matmul, step_ops
 from roofline.perf.parallel import check_parallel, collective_ops, shard_ops
 from roofline.perf.timing import StepTime, bound_of, time_ops
-from roofline.perf.workload import Workload
+from roofline.perf.workload import Workload, check_context
 from roofline.sizing.layers import resolve_layers
 from roofline.sizing.memory import Deployment, memory_budget
 from roofline.sizing.precision import Formats
@@ -108,7 +109,8 @@ class PhaseReport(BaseModel):
     bytes: float
     arithmetic_intensity: float  # FLOP per byte moved
     ridge_flop_per_byte: float  # the card's peak / bandwidth for this phase's main dtype
-    bound: str  # compute | memory | overhead
+    bound: str  # compute | memory | overhead: whichever share of `limit_share` is largest
+    limit_share: dict[str, float]  # share of the step's time in compute-limited ops, memory-limited ops, overhead
     time_share: dict[str, float]  # by op class
     top_ops: list[tuple[str, float]]  # (op, seconds) largest first
 
@@ -134,11 +136,13 @@ class Prediction(Metrics):
     batch: int
     spec_tokens: int
     accept_rate: float | None
+    draft: str | None = None  # the draft model's card; None with spec_tokens = the model's own MTP layers
+    cached_tokens: int = 0  # tokens already cached before the prompt
     gpus: int
     tp: int
     pp: int
-    weights_bytes: float  # the whole model, at the formats used
-    kv_bytes: float  # KV cache + state of all `batch` sequences at prompt + output tokens
+    weights_bytes: float  # the whole model (and the draft model's), at the formats used
+    kv_bytes: float  # KV cache + state of all `batch` sequences at prompt + output tokens (the draft's included)
     memory_per_gpu_bytes: float  # the full budget on one GPU: weights + KV shares, activations, runtime, OS
     memory_capacity_bytes: float  # one GPU's capacity
     fits_in_memory: bool
@@ -154,9 +158,13 @@ def _report(st: StepTime, hw: HardwareCard, dtype: str, scale: float = 1.0) -> P
     per = {k: float(np.mean(v)) * scale for k, v in st.by_class.items()}
     ops = sorted(((k, float(np.mean(v)) * scale) for k, v in st.by_op.items()), key=lambda kv: -kv[1])
     flops, nbytes = float(np.mean(st.flops)), float(np.mean(st.bytes))
-    bound = str(bound_of(StepTime(*(float(np.mean(getattr(st, f))) for f in
-                                    ("total_s", "compute_s", "memory_s", "overhead_s", "flops", "bytes")))))
+    mean = StepTime(*(float(np.mean(getattr(st, f))) for f in
+                      ("total_s", "compute_s", "memory_s", "overhead_s", "flops", "bytes")))
+    bound = str(bound_of(mean))
+    parts = {"compute": mean.compute_s, "memory": mean.memory_s, "overhead": mean.overhead_s}
+    whole = sum(parts.values())
     return PhaseReport(time_s=total, flops=flops * scale, bytes=nbytes * scale,
+                       limit_share={k: v / whole if whole else 0.0 for k, v in parts.items()},
                        arithmetic_intensity=flops / nbytes if nbytes else 0.0,
                        ridge_flop_per_byte=hw.peak_flops.as_dict().get(dtype, 0.0) / hw.memory.bandwidth_bytes_per_s,
                        bound=bound, time_share={k: v / total for k, v in per.items() if total}, top_ops=ops[:6])
@@ -188,10 +196,28 @@ def _metrics(card, hw, wl: Workload, eff: Efficiency, draft) -> tuple[Metrics, S
     return Metrics(**{k: float(v) for k, v in values.items()}), pre, dec
 
 
+def check_speculation(card: ModelCard, wl: Workload, draft: ModelCard | None) -> None:
+    """Speculation needs a proposer: the model's own MTP layers, or a draft model sharing its vocabulary (the
+    target verifies the draft's token ids, so both must number tokens alike)."""
+    if not wl.spec_tokens:
+        if draft is not None:
+            raise RooflineError("a draft model needs --spec-tokens K (draft tokens per verify step)")
+        return
+    if draft is None and card.architecture.mtp_layers == 0:
+        raise RooflineError(f"--spec-tokens: {card.name} has no multi-token-prediction layers; name a draft model "
+                            "with --draft (a small model of the same family)")
+    if draft is not None and draft.architecture.vocab_size != card.architecture.vocab_size:
+        raise RooflineError(f"--draft {draft.name}: its vocabulary ({draft.architecture.vocab_size:,} tokens) is not "
+                            f"{card.name}'s ({card.architecture.vocab_size:,}); a draft must share the target's "
+                            "tokenizer")
+
+
 def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | None = None,
             eff: Efficiency | None = None) -> Prediction:
     """Predict one request shape (batch sequences of prompt -> output tokens) on one card, both modes."""
     check_parallel(card, hw, wl.tp, wl.pp)
+    check_context(card.architecture.max_context, card.name, wl)
+    check_speculation(card, wl, draft)
     eff = eff or expected_efficiency(hw)
     m, pre, dec = _metrics(card, hw, wl, eff, draft)
     ceil, _, _ = _metrics(card, hw, wl, CEILING, draft)
@@ -199,15 +225,23 @@ def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | 
     tokens = wl.context_tokens + wl.prompt_tokens + wl.output_tokens
     whole = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(block_tokens=1))
     per_gpu = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(wl.tp, wl.pp))
+    weights, kv = whole.weights_bytes, float(whole.kv_bytes)
+    total_per_gpu = float(per_gpu.total_bytes)
+    if draft is not None:  # the draft model is resident beside the target: its weights and its own KV cache
+        d_whole = memory_budget(draft, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(block_tokens=1))
+        d_gpu = memory_budget(draft, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(wl.tp, wl.pp))
+        weights, kv = weights + d_whole.weights_bytes, kv + float(d_whole.kv_bytes)
+        total_per_gpu += d_gpu.weights_bytes + float(d_gpu.kv_bytes)
     phases = {"prefill": _report(pre, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts")),
               "decode": _report(dec, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts"),
                                 1.0 / wl.tokens_per_verify)}
     return Prediction(
         model=card.name, hardware=hw.name, quant=wl.quant or "+".join(dict.fromkeys(card.weights.values())),
         kv_quant=wl.kv_quant, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens, batch=wl.batch,
-        spec_tokens=wl.spec_tokens, accept_rate=wl.accept_rate, gpus=wl.tp * wl.pp, tp=wl.tp, pp=wl.pp,
-        **m.model_dump(), weights_bytes=whole.weights_bytes, kv_bytes=float(whole.kv_bytes),
-        memory_per_gpu_bytes=float(per_gpu.total_bytes), memory_capacity_bytes=per_gpu.capacity_bytes,
-        fits_in_memory=bool(per_gpu.fits),
+        spec_tokens=wl.spec_tokens, accept_rate=wl.accept_rate, draft=draft.name if draft is not None else None,
+        cached_tokens=wl.context_tokens, gpus=wl.tp * wl.pp, tp=wl.tp, pp=wl.pp,
+        **m.model_dump(), weights_bytes=weights, kv_bytes=kv,
+        memory_per_gpu_bytes=total_per_gpu, memory_capacity_bytes=per_gpu.capacity_bytes,
+        fits_in_memory=bool(total_per_gpu <= per_gpu.capacity_bytes),
         bound={k: v.bound for k, v in phases.items()}, ceiling=ceil, efficiency_source=eff.source, runtime=eff.runtime,
         phases=phases)

@@ -16,20 +16,25 @@ from roofline.cards.schema import first_problem
 from roofline.errors import RooflineError
 from roofline.sizing.params import parse_quant
 
+# Every count a request may state is at most this: far beyond any model's context (the largest, Llama 4 Scout, is 1e7
+# tokens) and any batch, small enough that every derived number stays finite and exact in a float.
+MAX_COUNT = 10**8
+
 
 class Workload(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    prompt_tokens: int = Field(500, gt=0, description="tokens in each prompt")
-    output_tokens: int = Field(200, gt=0, description="tokens generated per request")
-    batch: int = Field(1, gt=0, description="concurrent sequences sharing each step")
+    prompt_tokens: int = Field(500, gt=0, le=MAX_COUNT, description="tokens in each prompt")
+    output_tokens: int = Field(200, gt=0, le=MAX_COUNT, description="tokens generated per request")
+    batch: int = Field(1, gt=0, le=MAX_COUNT, description="concurrent sequences sharing each step")
     quant: str | None = Field(None, description="weight format for every matmul, or 'component=format,...' "
                                                 "(default: the card's native formats)")
     kv_quant: str = Field("bf16", description="KV-cache format")
     spec_tokens: int = Field(0, ge=0, le=64, description="draft tokens proposed per verify step (0 = off)")
     accept_rate: float | None = Field(None, description="probability each draft token is accepted, in (0, 1)")
     draft_model: str | None = Field(None, description="draft model card; None with spec_tokens = MTP heads")
-    context_tokens: int = Field(0, ge=0, description="tokens already cached before the prompt (prefix reuse)")
+    context_tokens: int = Field(0, ge=0, le=MAX_COUNT, description="tokens already cached before the prompt (prefix reuse)")
+    allow_beyond_context: bool = Field(False, description="predict past the model's max context (RoPE-scaled runs)")
     tp: int = Field(1, gt=0, le=1024, description="tensor-parallel GPUs")
     pp: int = Field(1, gt=0, le=1024, description="pipeline-parallel stages")
 
@@ -50,6 +55,9 @@ class Workload(BaseModel):
 
     @model_validator(mode="after")
     def _spec_consistent(self):
+        if not self.spec_tokens and (self.draft_model is not None or self.accept_rate is not None):
+            given = "--draft" if self.draft_model is not None else "--accept"
+            raise ValueError(f"{given} needs --spec-tokens K (draft tokens per verify step) to turn speculation on")
         if self.spec_tokens and self.accept_rate is None:
             raise ValueError("--spec-tokens needs --accept A (the draft acceptance rate, 0 < A < 1)")
         if self.accept_rate is not None and not 0 < self.accept_rate < 1:
@@ -64,9 +72,23 @@ class Workload(BaseModel):
         a, k = self.accept_rate, self.spec_tokens
         return (1 - a ** (k + 1)) / (1 - a)
 
+    @property
+    def tokens_held(self) -> int:
+        """Tokens each sequence holds at the end: cached prefix + prompt + output."""
+        return self.context_tokens + self.prompt_tokens + self.output_tokens
+
+
+def check_context(max_context: int, model: str, wl: Workload) -> None:
+    """Refuse a request longer than the model's context, unless the workload allows it (RoPE-scaled runs)."""
+    if wl.tokens_held > max_context and not wl.allow_beyond_context:
+        parts = " + ".join(f"{n:,} {what}" for n, what in ((wl.context_tokens, "cached"), (wl.prompt_tokens, "prompt"),
+                                                             (wl.output_tokens, "output")) if n)
+        raise RooflineError(f"{parts} = {wl.tokens_held:,} tokens is beyond {model}'s max context of {max_context:,}; "
+                            "shorten the request, or pass --allow-beyond-context for a RoPE-scaled run")
+
 
 _FLAG = {"prompt_tokens": "--prompt", "output_tokens": "--output", "batch": "--batch", "spec_tokens": "--spec-tokens",
-         "accept_rate": "--accept", "context_tokens": "--context", "tp": "--gpus", "pp": "--pp", "kv_quant": "--kv-quant", "quant": "--quant"}
+         "accept_rate": "--accept", "context_tokens": "--cached-tokens", "tp": "--gpus", "pp": "--pp", "kv_quant": "--kv-quant", "quant": "--quant"}
 
 
 def make_workload(**fields) -> Workload:
@@ -78,5 +100,7 @@ def make_workload(**fields) -> Workload:
         field = loc.split(".")[0]
         if first["type"] in ("greater_than", "greater_than_equal"):
             msg = f"must be {'≥' if first['type'].endswith('equal') else '>'} {first['ctx'].get('gt', first['ctx'].get('ge'))}, got {first['input']}"
+        elif first["type"] in ("less_than", "less_than_equal"):
+            msg = f"must be at most {first['ctx'].get('lt', first['ctx'].get('le')):,}, got {first['input']:,}"
         label = _FLAG.get(field, field)
         raise RooflineError(f"{label}: {msg}" if label else msg) from None

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from roofline.cards.files import write_atomic
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.perf.efficiency import Efficiency, expected_efficiency
@@ -48,6 +49,31 @@ def roofline_points(card: ModelCard, hw: HardwareCard, wl: Workload, phase: str,
     return total, per_op[:5]
 
 
+def merged_roofs(peaks: dict[str, float]) -> list[tuple[float, list[str]]]:
+    """Roofs of equal peak (within 0.5%) merged into one legend entry: [(peak, [dtypes...])], highest first
+    (bf16 and fp16 share a roof on most parts; one line and one label for them)."""
+    out: list[tuple[float, list[str]]] = []
+    for dtype, peak in sorted(peaks.items(), key=lambda kv: -kv[1]):
+        if out and abs(out[-1][0] - peak) <= 0.005 * peak:
+            out[-1][1].append(dtype)
+        else:
+            out.append((peak, [dtype]))
+    return out
+
+
+LABEL_STEP_PT = 9  # one 7-pt label line plus spacing, in points
+NEAR_DECADES = 0.12  # labels whose points lie closer than this (log10 units, both axes) would overlap
+
+
+def label_offset(placed: list[tuple[float, float]], x: float, y: float) -> float:
+    """A vertical text offset (points) for an op label at (x, y) that keeps it off labels already placed near it:
+    each nearby label pushes this one one line further down. Records the anchor."""
+    lx, ly = np.log10(x), np.log10(y)
+    near = sum(1 for px, py in placed if abs(px - lx) < NEAR_DECADES * 4 and abs(py - ly) < NEAR_DECADES)
+    placed.append((lx, ly))
+    return -LABEL_STEP_PT * (1 + near)
+
+
 def plot_roofline(card: ModelCard, hw: HardwareCard, wl: Workload, path: Path, eff: Efficiency | None = None) -> dict:
     """Log-log roofline: compute roofs per dtype, the bandwidth slope, ridge points; prefill/decode and ops."""
     plt = _pyplot()
@@ -56,18 +82,22 @@ def plot_roofline(card: ModelCard, hw: HardwareCard, wl: Workload, path: Path, e
     x = np.logspace(-1, 5, 400)
     ax.loglog(x, bw * x, color="black", lw=1.5, label=f"memory {bw / 1e9:,.0f} GB/s")
     data = {"roofs": {}, "points": []}
-    for dtype, peak in sorted(hw.peak_flops.as_dict().items(), key=lambda kv: -kv[1]):
+    for peak, dtypes in merged_roofs(hw.peak_flops.as_dict()):
         ridge = peak / bw
-        ax.loglog(x[x >= ridge], np.full((x >= ridge).sum(), peak), lw=1.2, label=f"{dtype} {peak / 1e12:,.0f} TFLOP/s")
+        ax.loglog(x[x >= ridge], np.full((x >= ridge).sum(), peak), lw=1.2,
+                  label=f"{'/'.join(dtypes)} {peak / 1e12:,.0f} TFLOP/s")
         ax.plot([ridge], [peak], "k.", ms=5)
-        data["roofs"][dtype] = {"peak_flop_per_s": peak, "ridge_flop_per_byte": ridge}
+        for dtype in dtypes:
+            data["roofs"][dtype] = {"peak_flop_per_s": peak, "ridge_flop_per_byte": ridge}
+    placed: list[tuple[float, float]] = []  # label anchors already used, in log10 display units
     for phase in ("prefill", "decode"):
         total, ops = roofline_points(card, hw, wl, phase, eff)
         ax.plot(total["intensity"], total["attained"], marker="*", ms=16, color=COLORS[phase], ls="none",
                 label=f"{phase} step ({total['time_s'] * 1e3:,.1f} ms)")
         for p in ops:
             ax.plot(p["intensity"], p["attained"], marker="o", ms=6, color=COLORS[phase], alpha=0.6, ls="none")
-            ax.annotate(p["label"], (p["intensity"], p["attained"]), fontsize=7, xytext=(4, -9),
+            dy = label_offset(placed, p["intensity"], p["attained"])
+            ax.annotate(p["label"], (p["intensity"], p["attained"]), fontsize=7, xytext=(4, dy),
                         textcoords="offset points", color=COLORS[phase])
         data["points"] += [{"phase": phase, **total}] + [{"phase": phase, **p} for p in ops]
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
@@ -94,11 +124,12 @@ def plot_sweep(card: ModelCard, hw: HardwareCard, wl: Workload, levels: list[int
     ax.plot(b[~ok], v["decode_tok_s_aggregate"][~ok], "o--", color="tab:blue", alpha=0.3, label="(does not fit)")
     ax2 = ax.twinx()
     ax2.plot(b[ok], v["decode_tok_s"][ok], "s-", color="tab:red", label="per-request tok/s")
-    if limit and limit < 10**9:
+    if limit and b.min() <= limit <= b.max():
         ax.axvline(limit, color="gray", ls=":", lw=1.5)
         ax.annotate(f"memory limit: {limit} requests", (limit, ax.get_ylim()[1] * 0.9), fontsize=8, rotation=90,
                     ha="right", color="gray")
     ax.set_xscale("log", base=2)
+    ax.set_xlim(b.min() / 1.25, b.max() * 1.25)  # the data's span: the memory-limit line never stretches the axis
     ax.set_xlabel("concurrent requests")
     ax.set_ylabel("aggregate decode tok/s", color="tab:blue")
     ax2.set_ylabel("per-request decode tok/s", color="tab:red")
@@ -143,11 +174,15 @@ def plot_memory(card: ModelCard, hws: list[HardwareCard], wl: Workload, context:
 
 
 def _save(fig, path: Path, plt) -> None:
+    """Render to memory, then write through the one safe-write helper (exclusive temp file, os.replace)."""
+    import io
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lstrip(".").lower() or "png")
     plt.close(fig)
+    write_atomic(path, buf.getvalue(), "-o")
 
 
 def plot_validation(points: list[dict], metrics: list[str], path: Path, title: str) -> None:

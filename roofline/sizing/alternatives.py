@@ -49,20 +49,24 @@ def _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep) -> list[Alternative]:
     return []
 
 
+ALL_OPTIONS = ("--quant", "--kv-quant", "--concurrency", "--context", "--gpus")
+
+
 def what_would_fit(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, ctx: int, n: int,
-                   dep: Deployment, budget: Budget) -> list[Alternative]:
-    """Each single change that makes `n` sequences of `ctx` tokens fit (empty when it already fits)."""
+                   dep: Deployment, budget: Budget, options: tuple[str, ...] = ALL_OPTIONS) -> list[Alternative]:
+    """Each single change among `options` that makes `n` sequences of `ctx` tokens fit (empty when it already
+    fits). `predict` leaves out --context: a request's length is not a knob there (and its search is the costly one)."""
     if budget.fits:
         return []
-    out = _smaller_weights(card, hw, quant, kv_quant, ctx, n, dep, budget)
-    out += _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep)
-    users = max_concurrency(card, hw, quant, kv_quant, ctx, dep)
+    out = _smaller_weights(card, hw, quant, kv_quant, ctx, n, dep, budget) if "--quant" in options else []
+    out += _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep) if "--kv-quant" in options else []
+    users = max_concurrency(card, hw, quant, kv_quant, ctx, dep) if "--concurrency" in options and n > 1 else 0
     if 0 < users < n:
         out.append(Alternative("--concurrency", str(users), f"at most {users} sequences of {ctx:,} tokens fit"))
-    longest = max_context(card, hw, quant, kv_quant, n, dep)
+    longest = max_context(card, hw, quant, kv_quant, n, dep) if "--context" in options else 0
     if 0 < longest < ctx:
         out.append(Alternative("--context", str(longest), f"the longest context {n} sequence(s) can hold"))
-    more = min_gpus(card, hw, quant, kv_quant, ctx, n, dep)
+    more = min_gpus(card, hw, quant, kv_quant, ctx, n, dep) if "--gpus" in options else None
     if more is not None and more.gpus > dep.gpus:
         value = f"{more.tp}" + (f" --pp {more.pp}" if more.pp > 1 else "")
         out.append(Alternative("--gpus", value, f"{more.gpus} × {hw.name}"))

@@ -106,6 +106,21 @@ def kv_bytes_per_token(card: ModelCard | Architecture, kv_fmt: str = "bf16", tp:
     return values * kv_format(kv_fmt).bytes_per_value / pp
 
 
+def kv_bytes_per_token_in_window(card: ModelCard | Architecture, kv_fmt: str = "bf16") -> float:
+    """Cache bytes per token while every sliding window still has room (the first `shortest window` tokens): what
+    a sliding-window model's cache grows by per token at short context, where the long-context marginal is 0."""
+    arch = _arch(card)
+    values = sum(layer_kv_values_per_token(arch, lay) for lay in resolve_layers(arch) if lay.mixer != "compressed")
+    # compressed (pooled) layers are left out of the sum: never report less than the long-context marginal
+    return max(values * kv_format(kv_fmt).bytes_per_value, kv_bytes_per_token(arch, kv_fmt))
+
+
+def shortest_window(card: ModelCard | Architecture) -> int | None:
+    """The smallest sliding window of any layer, or None without windows."""
+    windows = [lay.window for lay in resolve_layers(_arch(card)) if lay.window is not None]
+    return min(windows) if windows else None
+
+
 def kv_bytes(card: ModelCard | Architecture, context_tokens, kv_fmt: str = "bf16", block_tokens: int = 1,
              tp: int = 1, pp: int = 1, cap_windows: bool = True):
     """Cache bytes of one sequence holding `context_tokens` (int or numpy array), per GPU: KV with windows

@@ -232,10 +232,26 @@ def parse_quant(quant: str) -> dict[str, str]:
         if component not in ("default", *COMPONENTS):
             raise RooflineError(f"--quant: unknown component '{component}' in {quant!r}; use default or one of "
                                 f"{', '.join(COMPONENTS)}")
+        if component in out:  # 'fp8,q4_k_m' names the default twice; 'experts=a,experts=b' one component twice
+            what = "two formats for every component" if component == "default" else f"'{component}' twice"
+            raise RooflineError(f"--quant {quant!r} gives {what}; give one format, or component=format pairs "
+                                "(experts=mxfp4,default=q8_0)")
         out[component] = weight_format(fmt).name
     if not out:
         raise RooflineError("--quant: empty format; e.g. --quant q4_k_m or --quant experts=mxfp4,default=q8_0")
     return out
+
+
+def check_quant_components(card: ModelCard, quant: str | None) -> None:
+    """Refuse a per-component format for a component the model does not have (experts= on a dense model)."""
+    if quant is None:
+        return
+    present = {c for c, n in param_counts(card).items() if n}
+    for component in parse_quant(quant):
+        if component != "default" and component not in present:
+            from roofline.errors import RooflineError
+
+            raise RooflineError(f"--quant: {card.name} has no {component} (it has {', '.join(sorted(present))})")
 
 
 def component_format(card: ModelCard, component: str, quant: str | None = None) -> str:
