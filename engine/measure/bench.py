@@ -77,20 +77,31 @@ def measure(eng: LLMEngine, phase: str, batch: int, context: int, new_tokens: in
 
 def measure_request(eng: LLMEngine, prompt: int, output: int, batch: int, seed: int = 0) -> dict:
     """Serve `batch` requests of `prompt` random tokens -> `output` tokens together through the scheduler.
-    TTFT = the prefill step(s) + the first decode step; ITL = mean decode step."""
+    TTFT = the prefill step(s) + the first decode step; ITL = mean decode step; in host seconds, and in device
+    seconds under `device` (CUDA events; the host's figures on the CPU). `tokens`: the generated ids per request;
+    `decode_modes`: decode steps per mode (graphs / static / eager)."""
     rng = random.Random(seed)
     vocab = eng.card.architecture.vocab_size
     eng.stats.clear()
-    for _ in range(batch):
-        eng.add_request([rng.randrange(vocab) for _ in range(prompt)], output)
+    seqs = [eng.add_request([rng.randrange(vocab) for _ in range(prompt)], output) for _ in range(batch)]
     while not eng.scheduler.idle:
         eng.step()
     prefill = [s for s in eng.stats if s.prefill_tokens]
     decode = [s for s in eng.stats if not s.prefill_tokens]
-    t_pre = sum(s.seconds for s in prefill)
-    itl = sum(s.seconds for s in decode) / max(len(decode), 1)
-    return {"ttft_s": t_pre + (decode[0].seconds if decode else 0.0), "itl_s": itl,
-            "prefill_tok_s": batch * prompt / t_pre, "decode_tok_s": 1.0 / itl if itl else float("nan")}
+    modes: dict[str, int] = {}
+    for s in decode:
+        modes[s.mode] = modes.get(s.mode, 0) + 1
+    return {**_request_times(prefill, decode, batch * prompt, "seconds"),
+            "device": _request_times(prefill, decode, batch * prompt, "device_seconds"),
+            "tokens": [s.output_ids for s in seqs], "decode_modes": modes}
+
+
+def _request_times(prefill: list, decode: list, prompt_tokens: int, key: str) -> dict:
+    """TTFT, ITL (s) and rates (tokens/s) from the steps' `key` seconds."""
+    t_pre = sum(getattr(s, key) for s in prefill)
+    itl = sum(getattr(s, key) for s in decode) / max(len(decode), 1)
+    return {"ttft_s": t_pre + (getattr(decode[0], key) if decode else 0.0), "itl_s": itl,
+            "prefill_tok_s": prompt_tokens / t_pre, "decode_tok_s": 1.0 / itl if itl else float("nan")}
 
 
 def run_grid(points: list[dict], vocab: int, device: str, dtype: str, advance=None, store=None,

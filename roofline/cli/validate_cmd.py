@@ -67,7 +67,7 @@ def _median_request(bench, eng, prompt: int, output: int, batch: int, repeats: i
     runs = [] if pass_ == 0 else [first]  # the first pass's first run is its warm-up
     runs += [bench.measure_request(eng, prompt, output, batch, seed=seed + r + 1)
              for r in range((1 if long else repeats) - len(runs))]
-    return {k: statistics.median(run[k] for run in runs) for k in runs[0]}
+    return {k: statistics.median(run[k] for run in runs) for k, v in runs[0].items() if isinstance(v, float)}
 
 
 def _faster(kept: dict | None, run: dict) -> dict:
