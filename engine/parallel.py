@@ -155,6 +155,22 @@ def _worker(rank: int, world: int, port: int, device: str, fn, args: tuple, resu
         dist.destroy_process_group()
 
 
+def check_tp(card, world: int) -> None:
+    """Refuse, before any process starts, a card that does not split `world` ways (the ranks would refuse it)."""
+    from roofline.sizing.layers import resolve_layers
+
+    arch = card.architecture
+    for lay in resolve_layers(arch):
+        if lay.mixer == "mamba2":
+            raise EngineError(f"--tp {world}: Mamba-2 layers do not run tensor parallel; use --tp 1")
+        if lay.is_attention and (lay.num_heads % world or lay.num_kv_heads % world):
+            raise EngineError(f"--tp {world}: {card.name} has {lay.num_heads} query / {lay.num_kv_heads} KV heads, "
+                              f"which do not split {world} ways; use a divisor of both")
+    sizes = [arch.ffn.intermediate_size if arch.ffn else 0, arch.moe.expert_intermediate_size if arch.moe else 0]
+    if any(n % world for n in sizes):
+        raise EngineError(f"--tp {world}: the FFN sizes {sizes} of {card.name} do not split {world} ways")
+
+
 def run_ranks(world: int, device: str, fn, *args):
     """fn(rank, world, device, *args) in `world` spawned processes; rank 0's result. `fn` must be picklable (a
     module-level function)."""

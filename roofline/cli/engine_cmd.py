@@ -109,4 +109,5 @@ def _serve_tp(engine, bench, card, device: str, options: dict, prompt: int, outp
     """`tp` processes over torch.distributed (engine/parallel.py); rank 0's measurements."""
     from roofline.engine import parallel
 
+    parallel.check_tp(card, tp)
     return parallel.run_ranks(tp, device, parallel.serve, card, options, prompt, output, batch)
