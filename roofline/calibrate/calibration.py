@@ -37,6 +37,8 @@ HELD_OUT_SHARE = 0.3
 RAMP_STARTS = ({}, {"compute": 0.95, "gemm_half_tokens": 128.0}, {"compute": 0.5, "gemm_half_tokens": 32.0})
 # what the card keeps of each measured step (enough to refit it offline: `fit_records(card.calibration[...])`)
 MEASUREMENT_KEYS = ("card", "layers", "vocab", "dtype", "phase", "batch", "context", "new_tokens", "seconds")
+# kept where the records have them: device seconds (CUDA events; = seconds on the CPU) and the decode mode
+TIMING_KEYS = ("device_seconds", "mode")
 
 
 def engine_quant(dtype: str, weights: str | None = None) -> str:
@@ -114,7 +116,8 @@ def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured
         **meta, "date": dt.date.today().isoformat(), "values": values, "microbench": measured,
         "residuals": {k: v for k, v in summary.items() if not k.endswith("_points")},
         "points": {"fit": len(summary["fit_points"]), "held_out": len(summary["held_out_points"])},
-        "measurements": [{**{k: r[k] for k in MEASUREMENT_KEYS}, "split": split, "predicted_s": r["predicted"]}
+        "measurements": [{**{k: r[k] for k in MEASUREMENT_KEYS}, **{k: r[k] for k in TIMING_KEYS if k in r},
+                          "split": split, "predicted_s": r["predicted"]}
                          for split in ("fit", "held_out") for r in summary[f"{split}_points"]],
     }
     data.pop("efficiency", None)

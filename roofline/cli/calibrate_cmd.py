@@ -66,6 +66,8 @@ def calibrate_cmd(
     out: Annotated[Optional[Path], typer.Option("--out", help="Card directory (default: $ROOFLINE_HOME).")] = None,
     hw: Annotated[Optional[str], typer.Option("--hw", help="Base card (default: recognised device or this host).")] = None,
     dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: bf16 on CUDA and on CPUs whose bf16 GEMM doubles fp32, else fp32).")] = None,
+    tp: Annotated[int, typer.Option("--tp", help="Also measure all-reduces over N processes and fit the link (N > 1).")] = 1,
+    eager: Annotated[bool, typer.Option("--eager", help="Decode eagerly (no static buffers / CUDA graphs).")] = False,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Measure the device, run engine shapes, fit the predictor's efficiencies, and write a calibrated card."""
@@ -90,7 +92,10 @@ def calibrate_cmd(
         measured, dtype = _microbench(dev, dtype, grid, lambda n: bar.advance(task, n))
         bar.update(task, description="running engine shapes")
         records = bench.run_grid(points, spec["vocab"], dev, dtype, lambda: bar.advance(task), st, spec["repeats"],
-                                 spec["passes"])
+                                 spec["passes"], graphs=False if eager else None)
+        if tp > 1:
+            bar.update(task, description=f"all-reduces over {tp} processes")
+            measured["all_reduce"] = _all_reduce(dev, tp)
         peaks = _measured_peaks(measured) if dev == "cpu" else None
         probe = base if peaks is None else _with_measured(base, measured, peaks)
         bar.update(task, description="fitting")
@@ -99,14 +104,33 @@ def calibrate_cmd(
     meta = {"device": device_info.name(dev), **device_info.versions(), "dtype": dtype, "grid": grid}
     data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
                            measured_peaks=peaks)
+    if tp > 1:
+        data = _fit_link(data, base, measured, tp)
     path = write_card_atomic(out or user_dir(), data)
     result = {"card": data["name"], "path": str(path), "device": meta["device"], "efficiency": data["calibration"]["values"],
               "measured": {"read_bytes_per_s": measured["bandwidth"]["read_bytes_per_s"],
                            "gemm_peak_flop_per_s": {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()},
                            "launch_s": measured["launch_s"]},
+              "all_reduce": data["calibration"].get("all_reduce"),
               "datasheet": {"bandwidth_bytes_per_s": base.memory.bandwidth_bytes_per_s, "peak_flops": base.peak_flops.as_dict()},
               "held_out": summary["held_out"], "fit": summary["fit"], "points": summary["held_out_points"]}
     emit(result, as_json, lambda: _render(result))
+
+
+def _all_reduce(dev: str, tp: int) -> list[dict]:
+    from roofline.engine.measure import microbench
+
+    return microbench.all_reduce(dev, tp)
+
+
+def _fit_link(data: dict, base, measured: dict, tp: int) -> dict:
+    """Fit the all-reduce measurements to the card's link (a CPU without one: the measured copy bandwidth)."""
+    from roofline.calibrate.collectives import fit_all_reduce, with_collectives
+
+    card_rate = base.interconnect.bandwidth_bytes_per_s_per_direction
+    rate = card_rate or measured["bandwidth"]["copy_bytes_per_s"]
+    fit = fit_all_reduce(measured["all_reduce"], tp, rate)
+    return with_collectives(data, fit, rate, measured_link=not card_rate)
 
 
 def _engine_dtype(dev: str, measured: dict) -> str:
