@@ -193,3 +193,13 @@ def serve(rank: int, world: int, device: str, card, options: dict, prompt: int, 
     eng = LLMEngine(card, device=device, tp=world, rank=rank, **options)
     measure_request(eng, prompt, min(output, 2), batch, seed=1)  # warm-up: allocator, kernels per shape
     return {**measure_request(eng, prompt, output, batch, seed=0), "mode": eng.mode}
+
+
+def measure_steps(rank: int, world: int, device: str, card, options: dict, points: list[dict], repeats: int) -> list:
+    """A rank timing engine steps (bench.measure_both) at `points` [{phase, batch, context, new_tokens}]:
+    [(host seconds, device seconds, mode)] per point."""
+    from roofline.engine.engine import LLMEngine
+    from roofline.engine.measure.bench import measure_both
+
+    eng = LLMEngine(card, device=device, tp=world, rank=rank, **options)
+    return [measure_both(eng, p["phase"], p["batch"], p["context"], p["new_tokens"], repeats) for p in points]

@@ -165,3 +165,20 @@ def _time_all_reduce(rank: int, world: int, device: str, sizes: tuple, repeats: 
                 samples.append(time.perf_counter() - t)
         out.append({"bytes": nbytes, "seconds": statistics.median(samples)})
     return out
+
+
+def rank_share(device: str, world: int = 2, nbytes: int = 1 << 28) -> dict:
+    """What one of `world` ranks sharing this device measures while the others run the same benchmark (a CPU's
+    ranks share its cores and memory bus): read bandwidth and the fp32 GEMM peak, rank 0's figures."""
+    from roofline.engine.parallel import run_ranks
+
+    return run_ranks(world, device, _rank_figures, nbytes)
+
+
+def _rank_figures(rank: int, world: int, device: str, nbytes: int) -> dict:
+    import torch.distributed as dist
+
+    dist.barrier()
+    read = bandwidth(device, nbytes)["read_bytes_per_s"]
+    dist.barrier()
+    return {"read_bytes_per_s": read, "gemm_fp32_flop_per_s": gemm(device, ("fp32",))["fp32"]["peak_flop_per_s"]}
