@@ -112,7 +112,8 @@ class VocabParallelHead(nn.Module):
 
 
 def shard_model(model: Transformer, rank: int, world: int) -> None:
-    """Keep rank `rank`'s shard of every layer (in place) and add the all-reduces."""
+    """Keep rank `rank`'s shard of every layer (in place) and add the all-reduces. The KV cache is built after,
+    from each attention's (now local) KV heads."""
     for block in model.blocks:
         if isinstance(block.mixer, Mamba2):
             raise EngineError(f"--tp {world}: Mamba-2 layers do not run tensor parallel; use --tp 1")

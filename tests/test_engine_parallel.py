@@ -30,9 +30,10 @@ def test_engine_run_tp2_gives_the_tp1_tokens():
 
 
 def test_moe_with_biases_and_a_shared_expert_shards_to_the_same_tokens():
-    """Expert intermediate dims split, router replicated, row-parallel biases added once, vocab-parallel head."""
+    """Expert intermediate dims split, router replicated, row-parallel biases added once, vocab-parallel head; each
+    rank caches its 2 of the 4 KV heads."""
     card = card_of("tiny-moe-bias", vocab_size=101,  # not a multiple of 2: the last vocab shard is padded
-                   attention={"num_heads": 4, "num_kv_heads": 2, "head_dim": 16, "qkv_bias": True, "o_bias": True},
+                   attention={"num_heads": 8, "num_kv_heads": 4, "head_dim": 8, "qkv_bias": True, "o_bias": True},
                    moe={"num_experts": 8, "experts_per_token": 2, "expert_intermediate_size": 32, "expert_bias": True,
                         "num_shared_experts": 1, "shared_expert_intermediate_size": 48})
     options = dict(dtype="fp32", max_num_seqs=3, max_step_tokens=64, num_blocks=64)
