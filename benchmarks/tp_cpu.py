@@ -29,7 +29,8 @@ def rank_card(host: HardwareCard, share: dict, fit: dict, copy_bytes_per_s: floa
     data = host.model_dump(mode="json", by_alias=True, exclude_none=True)
     data["memory"]["bandwidth"] = share["read_bytes_per_s"]
     data["peak_flops"] = {k: share["gemm_fp32_flop_per_s"] for k in ("fp32", "bf16", "fp16")}
-    data.setdefault("calibration", {}).setdefault("values", {})
+    data.setdefault("calibration", {"device": "this CPU: CPU default efficiencies + the fitted link",
+                                    "date": "now", "values": {}})
     return HardwareCard.model_validate(with_collectives(data, fit, copy_bytes_per_s, measured_link=True))
 
 
