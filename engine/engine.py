@@ -34,10 +34,12 @@ BLOCKS_WITHOUT_KV = 65536
 
 @dataclass
 class StepStats:
-    seconds: float
+    seconds: float  # host wall time of the step (forward + sampling), device-synchronised
     prefill_tokens: int
     decode_tokens: int
     sequences: int
+    device_seconds: float = 0.0  # CUDA-event time of the same span on the GPU; = seconds on the CPU
+    mode: str = "eager"  # "graphs" (CUDA graph replay), "static" (static buffers, uncaptured) or "eager"
 
 
 @dataclass
@@ -54,6 +56,11 @@ class EngineConfig:
     prefix_caching: bool = True
     seed: int = 0
     threads: int | None = None
+    graphs: bool | None = None  # decode on static buffers: None = on CUDA only (captured), False = eager (--eager)
+    graph_max_batch: int = 32  # largest bucket; bigger decode steps run eagerly
+    graph_max_context: int = 4096  # tokens the static block tables address; longer sequences decode eagerly
+    tp: int = 1  # tensor-parallel ranks (engine/parallel.py runs one engine per rank)
+    rank: int = 0
     stats: list = field(default_factory=list)
 
 
@@ -83,8 +90,10 @@ class LLMEngine:
         num_blocks = self._guard_memory()
         self.model = self._build()
         slots = self.cfg.max_num_seqs if self.card.architecture.mamba2 else 0
-        self.caches = make_caches(self.model, num_blocks, self.cfg.block_size, slots, DTYPES[self.cfg.dtype],
+        # one block past the block manager's pool: static decode steps write their padding rows' K/V there
+        self.caches = make_caches(self.model, num_blocks + 1, self.cfg.block_size, slots, DTYPES[self.cfg.dtype],
                                   self.device, self.cfg.kv_dtype == "int8")
+        self.decode_runner = self._decode_runner(num_blocks, slots)
         caching = self.cfg.prefix_caching and not slots  # recurrent state cannot be reused per block
         self.blocks = BlockManager(num_blocks, self.cfg.block_size, caching)
         self.scheduler = Scheduler(self.blocks, self.cfg.max_num_seqs, self.cfg.max_step_tokens, slots)
@@ -100,7 +109,30 @@ class LLMEngine:
             from roofline.engine.model.quant import quantize_linears
 
             quantize_linears(model, self.cfg.weight_format)
+        if self.cfg.tp > 1:
+            from roofline.engine.parallel import shard_model
+
+            shard_model(model, self.cfg.rank, self.cfg.tp)
         return model.to(self.device).eval()
+
+    def _decode_runner(self, num_blocks: int, state_slots: int):
+        """Static-buffer decode (CUDA graphs on CUDA) unless turned off, or the card has Mamba-2 state."""
+        on = self.cfg.graphs if self.cfg.graphs is not None else self.device.type == "cuda"
+        if not on or state_slots:
+            return None
+        from roofline.engine.model.graphs import DecodeRunner
+
+        max_blocks = min(-(-self.cfg.graph_max_context // self.cfg.block_size), num_blocks)
+        return DecodeRunner(self.model, self.caches, self.cfg.block_size, num_blocks,
+                            min(self.cfg.graph_max_batch, self.cfg.max_num_seqs), max_blocks, self.device,
+                            use_graphs=self.device.type == "cuda")
+
+    @property
+    def mode(self) -> str:
+        """How decode steps run: "graphs", "static" or "eager"."""
+        if self.decode_runner is None:
+            return "eager"
+        return "graphs" if self.decode_runner.use_graphs else "static"
 
     def _guard_memory(self) -> int:
         """Ask roofline's own formulas whether weights and a KV pool fit the device; size the pool; else refuse."""
@@ -147,18 +179,35 @@ class LLMEngine:
             return []
         seconds, sampled = self.execute(work)
         decode = sum(1 for w in work if w.num_tokens == 1 and w.seq.num_computed_tokens >= w.seq.num_prompt_tokens)
-        self.stats.append(StepStats(seconds, sum(w.num_tokens for w in work) - decode, decode, len(work)))
+        self.stats.append(StepStats(seconds, sum(w.num_tokens for w in work) - decode, decode, len(work),
+                                    self.last_device_seconds, self.last_mode))
         return self.scheduler.finish_step(work, sampled)
 
     def execute(self, work: list[Scheduled]) -> tuple[float, dict[int, int]]:
-        """Forward and sample one step's work: its seconds (device-synchronised) and the token sampled for each
-        sequence whose chunk reaches its end (by seq_id). `engine.bench` times steps through this too."""
+        """Forward and sample one step's work: its host seconds (device-synchronised) and the token sampled for
+        each sequence whose chunk reaches its end (by seq_id); the device time and the mode it ran in are left in
+        `last_device_seconds` and `last_mode`. `engine.bench` times steps through this too."""
         t0 = self._now()
-        logits = run_step(self.model, work, self.caches, self.cfg.block_size, self.device)
+        timer = DeviceTimer(self.device)
+        logits = self._forward(work)
         samplers = [w.seq for w in work if w.samples]
         tokens = sample(logits, [s.temperature for s in samplers], [getattr(s, "generator", None) for s in samplers]) \
             if logits is not None else []
-        return self._now() - t0, {s.seq_id: t for s, t in zip(samplers, tokens)}
+        timer.stop()
+        host = self._now() - t0
+        self.last_device_seconds = timer.elapsed(host)
+        return host, {s.seq_id: t for s, t in zip(samplers, tokens)}
+
+    def _forward(self, work: list[Scheduled]) -> torch.Tensor | None:
+        """Logits [sampling rows, vocab]: a decode step through the static buffers where it fits, else eager."""
+        self.last_mode = "eager"
+        if self.decode_runner is not None:
+            logits = self.decode_runner.run(work)
+            if logits is not None:
+                self.last_mode = self.decode_runner.mode
+                rows = [i for i, w in enumerate(work) if w.samples]
+                return logits[rows] if rows else None
+        return run_step(self.model, work, self.caches, self.cfg.block_size, self.device)
 
     def generate(self, prompts: list[list[int]], max_tokens: int | list[int], temperature: float = 0.0) -> list[list[int]]:
         """Run requests to completion with continuous batching; generated token ids per prompt, in order."""
@@ -168,7 +217,32 @@ class LLMEngine:
             self.step()
         return [s.output_ids for s in seqs]
 
+    last_device_seconds: float = 0.0
+    last_mode: str = "eager"
+
     def _now(self) -> float:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         return time.perf_counter()
+
+
+class DeviceTimer:
+    """Device time of a span: CUDA events recorded on the current stream at creation and at `stop` (the time from
+    the span's first kernel starting to its last finishing, gaps between launches included; host work before the
+    first launch and after the last is not); on the CPU the device is the host, so it is the host time given."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            self.start.record()
+
+    def stop(self) -> None:
+        if self.cuda:
+            self.end.record()
+
+    def elapsed(self, host_seconds: float) -> float:
+        if not self.cuda:
+            return host_seconds
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end) / 1e3  # elapsed_time is in ms

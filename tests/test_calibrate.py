@@ -99,11 +99,12 @@ def test_long_steps_are_timed_once_in_one_pass(monkeypatch):
 
     calls = []
 
-    def fake_measure(eng, phase, batch, context, new_tokens, repeats):
+    def fake_measure(eng, phase, batch, context, new_tokens, repeats):  # host s, device s, mode
         calls.append(new_tokens)
-        return 2 * bench.LONG_STEP_S if new_tokens > 100 else 0.01
+        seconds = 2 * bench.LONG_STEP_S if new_tokens > 100 else 0.01
+        return seconds, seconds, "eager"
 
-    monkeypatch.setattr(bench, "measure", fake_measure)
+    monkeypatch.setattr(bench, "measure_both", fake_measure)
     monkeypatch.setattr(bench, "LLMEngine", lambda *a, **k: object())
     points = [dict(card="x", layers=1, phase="prefill", batch=1, context=0, new_tokens=n) for n in (10, 200)]
     records = bench.run_grid(points, 64, "cpu", "fp32", passes=3)

@@ -20,6 +20,8 @@ class StepRecord:
     context: int
     new_tokens: int
     seconds: float
+    device_seconds: float | None = None  # CUDA events around the step; on the CPU the host's seconds
+    mode: str = ""  # how decode ran: graphs | static | eager
     device: str = ""
     device_name: str = ""
     torch: str = ""
@@ -35,19 +37,24 @@ class StepRecord:
     @classmethod
     def from_dict(cls, data: dict) -> StepRecord:
         """A record from a card's `calibration.measurements` entry (extra keys such as `split` are ignored)."""
-        known = {f.name: f.type for f in fields(cls)}
-        casts = {"int": int, "float": float, "str": str}
-        return cls(**{k: casts[known[k]](v) for k, v in data.items() if k in known})
+        casts = {"int": int, "float": float, "str": str, "float | None": float}
+        known = {f.name: casts[f.type] for f in fields(cls)}
+        return cls(**{k: known[k](v) for k, v in data.items() if k in known and v is not None})
 
 
 @dataclass(frozen=True)
 class RequestTiming:
-    """A served batch of requests: TTFT = the prefill step(s) + the first decode step; ITL = mean decode step."""
+    """A served batch of requests: TTFT = the prefill step(s) + the first decode step; ITL = mean decode step (host
+    seconds). `device`: the same in device seconds (CUDA events); `tokens`: the generated ids per request;
+    `decode_modes`: decode steps per mode (graphs / static / eager)."""
 
     ttft_s: float
     itl_s: float
     prefill_tok_s: float
     decode_tok_s: float
+    device: RequestTiming | None = None
+    tokens: list[list[int]] | None = None
+    decode_modes: dict[str, int] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -42,18 +42,19 @@ def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int, room: int)
     return seqs
 
 
-def _time_step(eng: LLMEngine, seqs: list[Sequence], n: int, repeats: int, advance: bool) -> float:
-    """Median seconds of `repeats` steps of `n` tokens per sequence, each run and sampled as `LLMEngine.step` does;
-    `advance` appends the sampled tokens (decode), else the same step repeats (prefill)."""
-    times = []
+def _time_step(eng: LLMEngine, seqs: list[Sequence], n: int, repeats: int, advance: bool) -> tuple[float, float]:
+    """Median host and device seconds of `repeats` steps of `n` tokens per sequence, each run and sampled as
+    `LLMEngine.step` does; `advance` appends the sampled tokens (decode), else the same step repeats (prefill)."""
+    times, device = [], []
     for _ in range(repeats):
         seconds, sampled = eng.execute([Scheduled(s, n) for s in seqs])
         times.append(seconds)
+        device.append(eng.last_device_seconds)
         if advance:
             for s in seqs:
                 s.num_computed_tokens += n
                 s.token_ids.append(sampled[s.seq_id])
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(device)
 
 
 # A step at least this long is timed once after its warm-up, and in one pass only: it spans hundreds of scheduler
@@ -63,13 +64,21 @@ LONG_STEP_S = 0.3
 
 
 def measure(eng: LLMEngine, phase: str, batch: int, context: int, new_tokens: int, repeats: int = 3) -> float:
-    """Median seconds of `repeats` steps (one, if the warm-up step took LONG_STEP_S or more); the engine's cache is
-    released afterwards."""
+    """Median host seconds of `repeats` steps (one, if the warm-up step took LONG_STEP_S or more); the engine's
+    cache is released afterwards."""
+    return measure_both(eng, phase, batch, context, new_tokens, repeats)[0]
+
+
+def measure_both(eng: LLMEngine, phase: str, batch: int, context: int, new_tokens: int,
+                 repeats: int = 3) -> tuple[float, float, str]:
+    """`measure`'s host seconds, the device seconds of the same steps (CUDA events; the host's on the CPU) and the
+    mode the steps ran in (graphs / static / eager)."""
     n = new_tokens if phase == "prefill" else 1
     seqs = _prime(eng, batch, context, n, context + n * (1 if phase == "prefill" else repeats + 2))
     try:
-        warm = _time_step(eng, seqs, n, 1, advance=phase == "decode")  # allocator, kernels
-        return _time_step(eng, seqs, n, 1 if warm >= LONG_STEP_S else repeats, advance=phase == "decode")
+        warm, _ = _time_step(eng, seqs, n, 1, advance=phase == "decode")  # allocator, kernels, graph capture
+        host, device = _time_step(eng, seqs, n, 1 if warm >= LONG_STEP_S else repeats, advance=phase == "decode")
+        return host, device, eng.last_mode
     finally:
         for s in seqs:
             eng.blocks.free_seq(s)
@@ -77,24 +86,36 @@ def measure(eng: LLMEngine, phase: str, batch: int, context: int, new_tokens: in
 
 def measure_request(eng: LLMEngine, prompt: int, output: int, batch: int, seed: int = 0) -> RequestTiming:
     """Serve `batch` requests of `prompt` random tokens -> `output` tokens together through the scheduler.
-    TTFT = the prefill step(s) + the first decode step; ITL = mean decode step."""
+    TTFT = the prefill step(s) + the first decode step; ITL = mean decode step; in host seconds, and in device
+    seconds under `device` (CUDA events; the host's figures on the CPU). `tokens`: the generated ids per request;
+    `decode_modes`: decode steps per mode (graphs / static / eager)."""
     rng = random.Random(seed)
     vocab = eng.card.architecture.vocab_size
     eng.stats.clear()
-    for _ in range(batch):
-        eng.add_request([rng.randrange(vocab) for _ in range(prompt)], output)
+    seqs = [eng.add_request([rng.randrange(vocab) for _ in range(prompt)], output) for _ in range(batch)]
     while not eng.scheduler.idle:
         eng.step()
     prefill = [s for s in eng.stats if s.prefill_tokens]
     decode = [s for s in eng.stats if not s.prefill_tokens]
-    t_pre = sum(s.seconds for s in prefill)
-    itl = sum(s.seconds for s in decode) / max(len(decode), 1)
-    return RequestTiming(ttft_s=t_pre + (decode[0].seconds if decode else 0.0), itl_s=itl,
-                         prefill_tok_s=batch * prompt / t_pre, decode_tok_s=1.0 / itl if itl else float("nan"))
+    modes: dict[str, int] = {}
+    for s in decode:
+        modes[s.mode] = modes.get(s.mode, 0) + 1
+    return RequestTiming(**_request_times(prefill, decode, batch * prompt, "seconds"),
+                         device=RequestTiming(**_request_times(prefill, decode, batch * prompt, "device_seconds")),
+                         tokens=[s.output_ids for s in seqs], decode_modes=modes)
+
+
+def _request_times(prefill: list, decode: list, prompt_tokens: int, key: str) -> dict:
+    """TTFT, ITL (s) and rates (tokens/s) from the steps' `key` seconds."""
+    t_pre = sum(getattr(s, key) for s in prefill)
+    itl = sum(getattr(s, key) for s in decode) / max(len(decode), 1)
+    return {"ttft_s": t_pre + (getattr(decode[0], key) if decode else 0.0), "itl_s": itl,
+            "prefill_tok_s": prompt_tokens / t_pre, "decode_tok_s": 1.0 / itl if itl else float("nan")}
 
 
 def run_grid(points: list[dict], vocab: int, device: str, dtype: str, advance=None, store=None,
-             repeats: int = 3, passes: int = 1, pass_log: dict | None = None) -> list[StepRecord]:
+             repeats: int = 3, passes: int = 1, pass_log: dict | None = None,
+             graphs: bool | None = None) -> list[StepRecord]:
     """Measure each grid point {card, layers, phase, batch, context, new_tokens}: the median of `repeats` steps after
     a warm-up step (`measure`), in each of `passes` passes over a model's points; a point keeps its fastest pass (a
     slow spell then has to recur at the same point on every pass to move it). One engine per card and layer count,
@@ -105,16 +126,18 @@ def run_grid(points: list[dict], vocab: int, device: str, dtype: str, advance=No
     records = {}
     for (card, layers), indices in by_model.items():
         eng = LLMEngine(store.model(card) if store is not None else card, layers=layers, vocab=vocab, dtype=dtype,
-                        device=device, max_num_seqs=64, max_step_tokens=2048, max_kv_bytes=2e9)
+                        device=device, max_num_seqs=64, max_step_tokens=2048, max_kv_bytes=2e9, graphs=graphs)
         for pass_ in range(passes):
             for i in indices:
                 p = points[i]
                 if not pass_ or records[i].seconds < LONG_STEP_S:
-                    seconds = measure(eng, p["phase"], p["batch"], p["context"], p["new_tokens"], repeats)
+                    seconds, device_s, mode = measure_both(eng, p["phase"], p["batch"], p["context"],
+                                                           p["new_tokens"], repeats)
                     if pass_log is not None:  # every pass's seconds per point: calibrate compares the passes
                         pass_log.setdefault(i, []).append(seconds)
                     if i not in records or seconds < records[i].seconds:
-                        records[i] = StepRecord(**p, vocab=vocab, dtype=dtype, seconds=seconds, device=device,
+                        records[i] = StepRecord(**p, vocab=vocab, dtype=dtype, seconds=seconds,
+                                                device_seconds=device_s, mode=mode, device=device,
                                                 device_name=device_name(device), torch=str(torch.__version__))
                 if advance:
                     advance()
@@ -136,13 +159,14 @@ def bench(cards: Iterable[str], layers: Iterable[int | None] = (None,), phases=(
         for phase, batch, context, chunk in itertools.product(phases, batches, contexts, new_tokens):
             if phase == "decode" and chunk != new_tokens[0]:
                 continue  # decode runs one token: the chunk axis does not apply
-            seconds = measure(eng, phase, batch, context, chunk, repeats)
+            seconds, device_s, mode = measure_both(eng, phase, batch, context, chunk, repeats)
             tokens = batch * (chunk if phase == "prefill" else 1)
             records.append({"device": device, "device_name": name, "torch": str(torch.__version__), "dtype": dtype,
                             "card": card, "model": eng.card.name, "layers": eng.card.architecture.num_layers,
                             "vocab": eng.card.architecture.vocab_size, "phase": phase, "batch": batch,
                             "context": context, "new_tokens": chunk if phase == "prefill" else 1,
-                            "seconds": seconds, "tokens_per_s": tokens / seconds, "time": time.time()})
+                            "seconds": seconds, "device_seconds": device_s, "mode": mode,
+                            "tokens_per_s": tokens / seconds, "time": time.time()})
             if progress:
                 progress()
         del eng

@@ -133,3 +133,52 @@ def undisturbed(fn, want: int = 1, tries: int = 6, pause_s: float = 5.0) -> tupl
             time.sleep(pause_s)
     seconds, result = min(clean or dirty, key=lambda r: r[0])
     return seconds, result, len(dirty)
+
+
+# message sizes of the all-reduce sweep, bytes: a decode step's activations (1 token x 4096 hidden x 2-4 bytes = 8-16
+# KB) up to a prefill chunk's (2048 x 4096 x 4 = 32 MiB)
+ALL_REDUCE_BYTES = (1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 25)
+
+
+def all_reduce(device: str, world: int = 2, sizes=ALL_REDUCE_BYTES, repeats: int = 20) -> list[dict]:
+    """Seconds of an all-reduce (sum, fp32) of each message size over `world` processes (gloo on the CPU, NCCL on
+    CUDA): [{"bytes", "seconds"}], each the median of `repeats` after two warm-ups, as rank 0 sees it."""
+    from roofline.engine.parallel import run_ranks
+
+    return run_ranks(world, device, _time_all_reduce, tuple(sizes), repeats)
+
+
+def _time_all_reduce(rank: int, world: int, device: str, sizes: tuple, repeats: int) -> list[dict]:
+    import torch.distributed as dist
+
+    out = []
+    for nbytes in sizes:
+        x = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+        samples = []
+        for i in range(repeats + 2):
+            dist.barrier()  # every rank starts together: the time is the collective's, not a straggler's
+            _sync(device)
+            t = time.perf_counter()
+            dist.all_reduce(x)
+            _sync(device)
+            if i >= 2:
+                samples.append(time.perf_counter() - t)
+        out.append({"bytes": nbytes, "seconds": statistics.median(samples)})
+    return out
+
+
+def rank_share(device: str, world: int = 2, nbytes: int = 1 << 28) -> dict:
+    """What one of `world` ranks sharing this device measures while the others run the same benchmark (a CPU's
+    ranks share its cores and memory bus): read bandwidth and the fp32 GEMM peak, rank 0's figures."""
+    from roofline.engine.parallel import run_ranks
+
+    return run_ranks(world, device, _rank_figures, nbytes)
+
+
+def _rank_figures(rank: int, world: int, device: str, nbytes: int) -> dict:
+    import torch.distributed as dist
+
+    dist.barrier()
+    read = bandwidth(device, nbytes)["read_bytes_per_s"]
+    dist.barrier()
+    return {"read_bytes_per_s": read, "gemm_fp32_flop_per_s": gemm(device, ("fp32",))["fp32"]["peak_flop_per_s"]}

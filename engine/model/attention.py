@@ -25,6 +25,9 @@ class StepMeta:
     state_slots: list[int | None]  # per sequence: recurrent-state slot (Mamba-2)
     host_tables: torch.Tensor | None = None  # block_tables on the host (None: block_tables is)
     memo: dict = field(default_factory=dict)  # tensors every layer of a step shares, built by the first to need them
+    # static decode (engine/model/graphs.py): one token per row, lengths on the device, no host lists
+    static_kv_lens: torch.Tensor | None = None  # [S] long: tokens each row attends to, its new one included
+    static_max_len: int = 0  # positions block_tables can address (max_blocks x block_size)
 
     @property
     def kv_lens(self) -> list[int]:
@@ -89,6 +92,8 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: Pa
     sliding window lets a token see its `window` most recent positions (itself included). Sequences with one new
     token attend together; a chunk with nothing cached attends to its own K/V (causal, no cache read); any other
     chunk reads its cached blocks."""
+    if meta.static_kv_lens is not None:
+        return static_decode_attention(q, cache, meta.block_tables, meta.static_kv_lens, scale, window)
     singles = tuple(s for s, n in enumerate(meta.q_lens) if n == 1)
     if len(singles) == len(meta.q_lens):
         return _decode_attention(q, cache, _decode_index(meta, singles, window), scale)
@@ -150,6 +155,28 @@ def _decode_attention(q: torch.Tensor, cache: PagedKV, index: tuple[torch.Tensor
     k, v = cache.read_blocks(ids)  # [S, n * bs, K, D]
     s, h, d = q.shape
     kv = k.shape[2]
+    out = F.scaled_dot_product_attention(q.view(s, kv, h // kv, d), k.transpose(1, 2), v.transpose(1, 2),
+                                         attn_mask=valid[:, None, None, :], scale=scale)
+    return out.reshape(s, h, d)
+
+
+def static_decode_attention(q: torch.Tensor, cache: PagedKV, tables: torch.Tensor, kv_lens: torch.Tensor,
+                            scale: float, window: int | None) -> torch.Tensor:
+    """One new token per row, q [S, H, D]; tables [S, W] and kv_lens [S] on the device -> [S, H, D], with shapes that
+    depend only on S and W (CUDA-graph capturable). On CUDA with Triton, the paged kernel reads only each row's own
+    blocks; otherwise every row reads all W blocks and masks positions outside [kv_len - window, kv_len)."""
+    from roofline.engine.model import paged_kernel
+
+    if paged_kernel.usable(q, cache):
+        return paged_kernel.paged_decode(q, cache.k, cache.v if cache.v is not None else cache.k, tables, kv_lens,
+                                         cache.block_size, scale, window)
+    s, h, d = q.shape
+    k, v = cache.read_blocks(tables)  # [S, W * bs, K, D]
+    kv = k.shape[2]
+    pos = torch.arange(k.shape[1], device=q.device)[None, :]  # [1, W * bs]
+    valid = pos < kv_lens[:, None]
+    if window is not None:
+        valid &= pos >= kv_lens[:, None] - window
     out = F.scaled_dot_product_attention(q.view(s, kv, h // kv, d), k.transpose(1, 2), v.transpose(1, 2),
                                          attn_mask=valid[:, None, None, :], scale=scale)
     return out.reshape(s, h, d)

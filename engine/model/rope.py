@@ -70,7 +70,7 @@ class Rotary:
         cost a sync per layer)."""
         key = ("rope", id(self), dtype)
         if key not in meta.memo:
-            longest = max(c + n for c, n in zip(meta.ctx_lens, meta.q_lens))
+            longest = meta.static_max_len or max(c + n for c, n in zip(meta.ctx_lens, meta.q_lens))
             cos, sin = self._tables(longest, meta.positions.device, dtype)
             meta.memo[key] = cos[meta.positions].to(dtype)[:, None, :], sin[meta.positions].to(dtype)[:, None, :]
         return meta.memo[key]

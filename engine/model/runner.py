@@ -15,7 +15,8 @@ def make_caches(model: Transformer, num_blocks: int, block_size: int, state_slot
     caches = []
     for block, lay in zip(model.blocks, model.layers_spec):
         if lay.is_attention:
-            caches.append(PagedKV(num_blocks, block_size, lay.num_kv_heads, lay.head_dim, dtype, device, kv_int8,
+            att = block.mixer  # its KV heads: the card's, or this rank's share under tensor parallelism
+            caches.append(PagedKV(num_blocks, block_size, att.kv_heads, att.head_dim, dtype, device, kv_int8,
                                   values=not lay.k_eq_v))
         elif isinstance(block.mixer, Mamba2):
             caches.append(block.mixer.make_state(state_slots, device, dtype))

@@ -117,8 +117,10 @@ def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured
 
 def _measurement(point: dict) -> dict:
     """What the card keeps of a measured step: the shape and its seconds (device and torch are the card's meta)."""
-    return {k: point[k] for k in ("card", "layers", "vocab", "dtype", "phase", "batch", "context", "new_tokens",
+    keep = {k: point[k] for k in ("card", "layers", "vocab", "dtype", "phase", "batch", "context", "new_tokens",
                                   "seconds")}
+    # where the engine timed it: device seconds (CUDA events; = seconds on the CPU) and the decode mode it ran in
+    return {**keep, **{k: point[k] for k in ("device_seconds", "mode") if point.get(k) not in (None, "")}}
 
 
 ENGINE_RUNTIME = "roofline-engine"

@@ -68,10 +68,21 @@ def base_card(store: CardStore, device_info, dev: str, hw: str | None) -> Hardwa
     return store.hardware(device_info.name(dev)) if dev == "cuda" else host_card()
 
 
+def fit_link(data: dict, base: HardwareCard, measured: dict, tp: int) -> dict:
+    """Fit the all-reduce measurements to the card's link (a CPU without one: the measured copy bandwidth)."""
+    from roofline.calibrate.collectives import fit_all_reduce, with_collectives
+
+    card_rate = base.interconnect.bandwidth_bytes_per_s_per_direction
+    rate = card_rate or measured["bandwidth"]["copy_bytes_per_s"]
+    fit = fit_all_reduce(measured["all_reduce"], tp, rate)
+    return with_collectives(data, fit, rate, measured_link=not card_rate)
+
+
 def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: str | None = None,
-              dtype: str | None = None, progress: Progress | None = None) -> dict:
-    """Measure, run the grid, fit. Returns {"card": card data to write, "base": the base card, "measured": the
-    microbenchmarks, "summary": the fit's residuals}."""
+              dtype: str | None = None, progress: Progress | None = None, tp: int = 1, eager: bool = False) -> dict:
+    """Measure, run the grid (decode eagerly with `eager`), fit; with `tp` > 1 also time all-reduces over `tp`
+    processes and fit the link. Returns {"card": card data to write, "base": the base card, "measured": the
+    microbenchmarks, "summary": the fit's residuals, "quality": the contention checks}."""
     from roofline.engine import load
 
     eng = load()
@@ -86,7 +97,11 @@ def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: s
     progress.stage("running engine shapes")
     pass_log: dict = {}
     records = eng.bench.run_grid(points, spec["vocab"], dev, dtype, lambda: progress.advance(1), store,
-                                 spec["repeats"], spec["passes"], pass_log=pass_log)
+                                 spec["repeats"], spec["passes"], pass_log=pass_log,
+                                 graphs=False if eager else None)
+    if tp > 1:
+        progress.stage(f"all-reduces over {tp} processes")
+        measured["all_reduce"] = eng.microbench.all_reduce(dev, tp)
     progress.stage("measuring the bandwidth again (contention check)")
     # the same microbenchmark after the grid: a machine that was busy during either shows two different buses
     measured["bandwidth_repeat"] = eng.microbench.bandwidth(dev, 1 << 30 if grid == "full" else 1 << 29)
@@ -98,6 +113,8 @@ def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: s
     meta = {"device": eng.device.name(dev), **eng.device.versions(), "dtype": dtype, "grid": grid}
     data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
                            measured_peaks=peaks)
+    if tp > 1:
+        data = fit_link(data, base, measured, tp)
     reads = [measured["bandwidth"]["read_bytes_per_s"], measured["bandwidth_repeat"]["read_bytes_per_s"]]
     quality = assess(summary, reads, {str(i): s for i, s in pass_log.items()})
     return {"card": data, "base": base, "measured": measured, "summary": summary, "quality": quality}

@@ -25,6 +25,8 @@ def calibrate_cmd(
     out: Annotated[Optional[Path], typer.Option("--out", help="Card directory (default: $ROOFLINE_HOME).")] = None,
     hw: Annotated[Optional[str], typer.Option("--hw", help="Base card (default: recognised device or this host).")] = None,
     dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: bf16 on CUDA and on CPUs whose bf16 GEMM doubles fp32, else fp32).")] = None,
+    tp: Annotated[int, typer.Option("--tp", help="Also measure all-reduces over N processes and fit the link (N > 1).")] = 1,
+    eager: Annotated[bool, typer.Option("--eager", help="Decode eagerly (no static buffers / CUDA graphs).")] = False,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Measure the device, run engine shapes, fit the predictor's efficiencies, and write a calibrated card."""
@@ -37,12 +39,14 @@ def calibrate_cmd(
     directory = check_output_dir((out or user_dir()) / "hardware", "--out")  # before minutes of measuring
     st = store(cards)
     grid_spec(grid or ("quick" if quick else "full"))  # an unknown grid is refused before measuring too
+    if tp < 1:
+        raise RooflineError(f"--tp: must be at least 1, got {tp}")
 
     with Bar(transient=True) as bar:
         task = bar.add_task("starting the engine", total=None)
         progress = Progress(total=lambda n: bar.update(task, total=n), advance=lambda n: bar.advance(task, n),
                             stage=lambda text: bar.update(task, description=text))
-        run = calibrate(st, device, grid or ("quick" if quick else "full"), hw, dtype, progress)
+        run = calibrate(st, device, grid or ("quick" if quick else "full"), hw, dtype, progress, tp=tp, eager=eager)
     data, base, measured, summary, quality = run["card"], run["base"], run["measured"], run["summary"], run["quality"]
     target = directory / f"{data['name']}.yaml"
     existing = _existing(target)
@@ -58,7 +62,7 @@ def calibrate_cmd(
               "quality": {"verdict": quality.verdict, "reasons": quality.reasons,
                           "held_out_median_pct": quality.held_out_median_pct,
                           "bandwidth_gap": quality.bandwidth_gap, "pass_gap": quality.pass_gap},
-              "device": data["calibration"]["device"],
+              "device": data["calibration"]["device"], "all_reduce": data["calibration"].get("all_reduce"),
               "efficiency": data["calibration"]["values"],
               "measured": {"read_bytes_per_s": measured["bandwidth"]["read_bytes_per_s"],
                            "gemm_peak_flop_per_s": {k: v["peak_flop_per_s"] for k, v in measured["gemm"].items()},

@@ -32,40 +32,72 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
         dtype: Annotated[str, typer.Option(help="fp32, bf16 or fp16.")] = "fp32",
         weights: Annotated[Optional[str], typer.Option(help="Weight-only int8 or int4 for the linear layers.")] = None,
         hw: Annotated[Optional[str], typer.Option("--hw", help="Card to predict with (default: this device).")] = None,
+        eager: Annotated[bool, typer.Option("--eager", help="Decode eagerly (no static buffers / CUDA graphs).")] = False,
+        tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel processes (gloo on the CPU, NCCL on GPUs).")] = 1,
         as_json: JsonOpt = False, cards: CardsOpt = None):
     eng_mod = load()
     engine, bench, dev, EngineError = eng_mod.engine, eng_mod.bench, eng_mod.device, eng_mod.EngineError
     st = store(cards)
     card = reduce_card(st.model(model), layers, vocab)
     p, o = tokens("--prompt", prompt), tokens("--output", output)
-    if batch <= 0:
-        raise RooflineError(f"--batch: must be > 0, got {batch}")
+    if batch <= 0 or tp <= 0:
+        raise RooflineError(f"--batch and --tp: must be > 0, got {batch} and {tp}")
     try:
         if weights not in (None, "int8", "int4"):
             raise RooflineError(f"--weights {weights}: use int8 or int4")
         device = dev.resolve(device)
-        eng = engine.LLMEngine(card, dtype=dtype, device=device, max_num_seqs=batch, max_step_tokens=batch * p,
-                               max_kv_bytes=4e9, weight_format=weights)
-        # warm-up at the measured shapes (other prompts, so no prefix-cache hits): allocator, kernels per shape
-        bench.measure_request(eng, p, min(o, 2), batch, seed=1)
-        measured = bench.measure_request(eng, p, o, batch, seed=0).to_dict()
+        options = dict(dtype=dtype, max_num_seqs=batch, max_step_tokens=batch * p, max_kv_bytes=4e9,
+                       weight_format=weights, graphs=False if eager else None)
+        run = _serve_tp if tp > 1 else _serve
+        full = run(engine, bench, card, device, options, p, o, batch, tp)
     except EngineError as err:
         raise RooflineError(str(err)) from None
+    measured = {k: full[k] for k in KEYS}
     hwc = st.hardware(hw or ("host" if device == "cpu" else dev.name(device)))
     wl = make_workload(prompt_tokens=p, output_tokens=o, batch=batch, quant=engine_quant(dtype, weights),
-                       kv_quant=dtype)
-    pred = predict(card, hwc, wl)
-    predicted = {k: getattr(pred, k) for k in KEYS}
+                       kv_quant=dtype, tp=tp)
+    pred, note = _predict(card, hwc, wl)
+    predicted = {k: getattr(pred, k) if pred else None for k in KEYS}
     data = {"model": card.name, "device": device, "dtype": dtype, "hardware": hwc.name, "prompt_tokens": p,
-            "output_tokens": o, "batch": batch, "measured": measured, "predicted": predicted,
-            "error_pct": {k: 100 * (predicted[k] - measured[k]) / measured[k] for k in KEYS},
-            "efficiency_source": pred.efficiency_source}
+            "output_tokens": o, "batch": batch, "tp": tp, "mode": full["mode"], "decode_modes": full["decode_modes"],
+            "measured": measured, "measured_device": full["device"], "predicted": predicted,
+            "error_pct": {k: 100 * (predicted[k] - measured[k]) / measured[k] if pred else None for k in KEYS},
+            "efficiency_source": pred.efficiency_source if pred else note, "tokens": full["tokens"],
+            "device_time": "CUDA events" if device == "cuda" else "the host's (on the CPU the device is the host)"}
 
     def render():
         fmt = {"ttft_s": fmt_s, "itl_s": fmt_s, "prefill_tok_s": fmt_rate, "decode_tok_s": fmt_rate}
-        rows = [(k, fmt[k](measured[k]), fmt[k](predicted[k]), f"{data['error_pct'][k]:+.1f}%") for k in KEYS]
+        rows = [(k, fmt[k](measured[k]), fmt[k](predicted[k]) if pred else "—",
+                 f"{data['error_pct'][k]:+.1f}%" if pred else "—") for k in KEYS]
         yield table(f"{card.name} on {device} ({dtype}) · {p} → {o} tokens · batch {batch}",
                     ["", Column("measured", "right"), Column(f"predicted ({hwc.name})", "right"),
-                     Column("error", "right")], rows, caption=f"predicted with {pred.efficiency_source}")
+                     Column("error", "right")], rows,
+                    caption=f"predicted with {data['efficiency_source']}; decode {data['mode']}, tp {tp}")
 
     emit(data, as_json, render)
+
+
+def _predict(card, hwc, wl):
+    """(prediction, None), or (None, why) where a --tp run's card has no link to predict its all-reduces with
+    (the host's card gets one from `roofline calibrate --tp 2`)."""
+    try:
+        return predict(card, hwc, wl), None
+    except RooflineError as err:
+        if wl.tp == 1:
+            raise
+        return None, f"no prediction: {err}"
+
+
+def _serve(engine, bench, card, device: str, options: dict, prompt: int, output: int, batch: int, tp: int) -> dict:
+    """One process: warm up at the measured shapes (other prompts, so no prefix-cache hits), then measure."""
+    eng = engine.LLMEngine(card, device=device, **options)
+    bench.measure_request(eng, prompt, min(output, 2), batch, seed=1)
+    return {**bench.measure_request(eng, prompt, output, batch, seed=0).to_dict(), "mode": eng.mode}
+
+
+def _serve_tp(engine, bench, card, device: str, options: dict, prompt: int, output: int, batch: int, tp: int) -> dict:
+    """`tp` processes over torch.distributed (engine/parallel.py); rank 0's measurements."""
+    from roofline.engine import parallel
+
+    parallel.check_tp(card, tp)
+    return parallel.run_ranks(tp, device, parallel.serve, card, options, prompt, output, batch)

@@ -39,6 +39,12 @@ def shard_ops(ops: list[Op], tp: int) -> list[Op]:
     return out
 
 
+def ring_all_reduce(message_bytes: float, tp: int) -> tuple[float, int]:
+    """(bytes each GPU sends over its link, latency hops) of a ring all-reduce of `message_bytes` over `tp` GPUs:
+    a reduce-scatter and an all-gather of tp - 1 steps each, every step moving message / tp bytes."""
+    return 2.0 * (tp - 1) / tp * message_bytes, 2 * (tp - 1)
+
+
 def collective_ops(card: ModelCard, step: Step, tp: int, pp: int, act_bytes: float) -> list[Op]:
     """All-reduces (tp) and stage-boundary sends (pp) of one step, as link-bound ops."""
     message = step.tokens * card.architecture.hidden_size * act_bytes
@@ -46,8 +52,9 @@ def collective_ops(card: ModelCard, step: Step, tp: int, pp: int, act_bytes: flo
     if tp > 1:
         layers = resolve_layers(card.architecture)
         count = sum(lay.blocks for lay in layers)  # one all-reduce after each residual block
+        link_bytes, hops = ring_all_reduce(message, tp)
         ops.append(Op("all_reduce", "comm", "bf16", 0.0, count=count, kernels=1, gemm=False,
-                      link_bytes=2.0 * (tp - 1) / tp * message, link_hops=2 * (tp - 1)))
+                      link_bytes=link_bytes, link_hops=hops))
     if pp > 1:
         ops.append(Op("pipeline_send", "comm", "bf16", 0.0, count=pp - 1, kernels=1, gemm=False, link_bytes=message,
                       link_hops=1))

@@ -1,0 +1,128 @@
+"""Static-buffer decode (the CUDA-graph path, run eagerly on the CPU): buckets, padding, and equality with the
+engine's ordinary eager path."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import REPO  # noqa: E402
+from roofline.engine.core.scheduler import Scheduled  # noqa: E402
+from roofline.engine.core.sequence import Sequence  # noqa: E402
+from roofline.engine.engine import LLMEngine  # noqa: E402
+from roofline.engine.model.graphs import batch_buckets, bucket_for, host_inputs  # noqa: E402
+from tiny_cards import TINY  # noqa: E402
+
+
+@pytest.mark.parametrize("max_batch, expected", [
+    (1, [1]), (3, [1, 2, 3]), (8, [1, 2, 4, 8]), (20, [1, 2, 4, 8, 16, 20]), (32, [1, 2, 4, 8, 16, 24, 32]),
+])
+def test_buckets(max_batch, expected):
+    assert batch_buckets(max_batch) == expected
+
+
+@pytest.mark.parametrize("batch", range(1, 42))
+def test_a_batch_takes_the_smallest_bucket_that_holds_it(batch):
+    buckets = batch_buckets(32)
+    b = bucket_for(batch, buckets)
+    if batch > 32:
+        assert b is None
+    else:
+        assert b >= batch and all(x < batch for x in buckets if x < b)
+
+
+def test_host_inputs_pad_to_the_bucket_with_scratch_writes():
+    seqs = [Sequence(list(range(10)), 4), Sequence(list(range(21)), 4)]
+    seqs[0].block_table, seqs[0].num_computed_tokens = [5, 2, 7], 9
+    seqs[1].block_table, seqs[1].num_computed_tokens = [1, 3, 4, 6, 8, 9], 20
+    x = host_inputs([Scheduled(s, 1) for s in seqs], 4, 8, 4, scratch_slot=40)
+    assert x["ids"].tolist() == [9, 20, 0, 0]
+    assert x["positions"].tolist() == [9, 20, 0, 0]
+    assert x["kv_lens"].tolist() == [10, 21, 1, 1]
+    assert x["slots"].tolist() == [7 * 4 + 1, 9 * 4 + 0, 40, 40]  # block of position p = table[p // 4]
+    assert x["block_tables"].shape == (4, 8)
+    assert x["block_tables"][1].tolist() == [1, 3, 4, 6, 8, 9, 0, 0] and not x["block_tables"][2:].any()
+
+
+def _engine(card, graphs, **kw):
+    return LLMEngine(card, dtype="fp32", num_blocks=64, graphs=graphs, **kw)
+
+
+PROMPTS = [[1, 2, 3], [4, 5, 6, 7, 8], [9] * 20, [3, 3], [5, 6, 7, 8, 9, 10]]
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "moe", "sliding", "gemma"])
+def test_static_decode_gives_the_eager_tokens(family):
+    eager, static = _engine(TINY[family], False), _engine(TINY[family], True, graph_max_batch=8, graph_max_context=64)
+    assert eager.mode == "eager" and static.mode == "static"
+    assert static.generate(PROMPTS, [12, 3, 9, 15, 6]) == eager.generate(PROMPTS, [12, 3, 9, 15, 6])
+    modes = {s.mode for s in static.stats}
+    assert modes == {"static", "eager"}  # decode steps static, prefill steps eager
+
+
+def test_static_logits_match_eager_and_padding_rows_are_sliced_off():
+    """Three sequences in a bucket of 4: the logits rows equal the eager step's; the padding's K/V went to the
+    scratch block (the live blocks read the same afterwards)."""
+    card = TINY["llama"]
+    eager, static = _engine(card, False), _engine(card, True, graph_max_batch=4, graph_max_context=64)
+    logits = {}
+    for name, eng in (("eager", eager), ("static", static)):
+        seqs = [eng.add_request(p, 4) for p in PROMPTS[:3]]
+        eng.step()  # prefill, eager on both
+        work = [Scheduled(s, 1) for s in seqs]
+        logits[name] = eng._forward(work)
+        assert eng.last_mode == name
+    assert logits["static"].shape == (3, card.architecture.vocab_size)
+    torch.testing.assert_close(logits["static"], logits["eager"], rtol=1e-5, atol=1e-5)
+    live = slice(0, 64 * 16)
+    for a, b in zip(eager.caches, static.caches):
+        torch.testing.assert_close(a.k[live], b.k[live])
+
+
+def test_beyond_the_largest_bucket_or_context_decode_runs_eagerly():
+    eng = _engine(TINY["llama"], True, graph_max_batch=2, graph_max_context=16)
+    eng.generate([[1, 2], [3, 4], [5, 6]], 3)  # 3 sequences > bucket 2
+    assert {s.mode for s in eng.stats} == {"eager"}
+    eng.stats.clear()
+    eng.generate([[1] * 14], 6)  # passes the 16 tokens the tables address after two tokens
+    assert [s.mode for s in eng.stats] == ["eager", "static", "static", "eager", "eager", "eager"]
+
+
+def test_device_time_is_host_time_on_the_cpu():
+    eng = _engine(TINY["llama"], True, graph_max_batch=4)
+    eng.generate([[1, 2, 3]], 3)
+    assert all(s.device_seconds == s.seconds > 0 for s in eng.stats)
+
+
+TRITON_CHECK = """
+import torch
+from roofline.engine.model import paged_kernel
+from roofline.engine.model.attention import PagedKV, static_decode_attention
+assert paged_kernel.triton is not None
+torch.manual_seed(0)
+cache = PagedKV(12, 4, 2, 16, torch.float32, "cpu")
+cache.k.normal_(); cache.v.normal_()
+q, tables, lens = torch.randn(3, 8, 16), torch.randint(0, 12, (3, 5)), torch.tensor([1, 9, 20])
+for window in (None, 6):
+    out = paged_kernel.paged_decode(q, cache.k, cache.v, tables, lens, 4, 0.25, window)
+    k, v = cache.read_blocks(tables)
+    pos = torch.arange(20)
+    for s in range(3):
+        seen = (pos < lens[s]) & (pos >= (lens[s] - window if window else 0))
+        kk, vv = k[s][seen].repeat_interleave(4, 1), v[s][seen].repeat_interleave(4, 1)  # [L, H, D]
+        att = torch.softmax(torch.einsum("hd,lhd->hl", q[s], kk) * 0.25, -1)
+        torch.testing.assert_close(out[s], torch.einsum("hl,lhd->hd", att, vv), rtol=1e-5, atol=1e-5)
+print("ok")
+"""
+
+
+def test_triton_paged_kernel_under_the_interpreter():
+    """The Triton kernel against a per-sequence softmax, on CPU tensors through TRITON_INTERPRET=1."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])}
+    run = subprocess.run([sys.executable, "-c", TRITON_CHECK], capture_output=True, text=True, timeout=300,
+                         cwd=REPO, env=env)
+    assert run.returncode == 0 and "ok" in run.stdout, run.stderr[-2000:]
