@@ -135,18 +135,33 @@ class Mamba2(nn.Module):
 
     def _step(self, xbc: torch.Tensor, dt: torch.Tensor, state: MambaState, slots: list[int]) -> torch.Tensor:
         """One token for each of S sequences [S, conv_dim], batched: conv over each slot's window, then
-        h = exp(dt A) h + dt x (outer) B; y = C h + D x. Updates the slots."""
-        acc, idx = state.ssm.dtype, torch.tensor(slots, device=xbc.device)
-        window = torch.cat([state.conv[idx].to(xbc.dtype), xbc[:, :, None]], dim=2)  # [S, conv_dim, K]
-        state.conv[idx] = window[:, :, 1:].to(acc)
+        h = exp(dt A) h + dt x (outer) B in place; y = C h + D x. The [S, H, P, N] state is the step's largest
+        traffic: where the slots are one contiguous range it is updated through a view (read and written twice,
+        read once more by the readout), else gathered and scattered back."""
+        acc, order = state.ssm.dtype, sorted(range(len(slots)), key=slots.__getitem__)
+        lo, hi = min(slots), max(slots) + 1
+        contiguous = hi - lo == len(slots)
+        if contiguous:  # rows in slot order, so row i is slot lo + i
+            perm = torch.tensor(order, device=xbc.device)
+            xbc, dt = xbc[perm], dt[perm]
+            conv_state, ssm = state.conv[lo:hi], state.ssm[lo:hi]
+        else:
+            idx = torch.tensor(slots, device=xbc.device)
+            conv_state, ssm = state.conv[idx], state.ssm[idx]
+        window = torch.cat([conv_state.to(xbc.dtype), xbc[:, :, None]], dim=2)  # [S, conv_dim, K]
+        conv_state.copy_(window[:, :, 1:])
         conv = (window * self.conv_weight.to(xbc.dtype)).sum(-1) + self.conv_bias.to(xbc.dtype)
         xs, b, c, dt, a = self._split(conv, dt, acc)
-        rep = self.heads // self.groups
+        s, rep = len(slots), self.heads // self.groups
         b, c = b.repeat_interleave(rep, dim=1), c.repeat_interleave(rep, dim=1)  # [S, H, N]
-        h = state.ssm[idx] * torch.exp(dt * a)[..., None, None] + (dt[..., None] * xs)[..., None] * b[:, :, None, :]
-        state.ssm[idx] = h
-        y = (h * c[:, :, None, :]).sum(-1) + self.d.to(acc)[:, None] * xs
-        return y.reshape(len(slots), self.d_inner).to(xbc.dtype)
+        ssm.mul_(torch.exp(dt * a)[..., None, None]).addcmul_((dt[..., None] * xs)[..., None], b[:, :, None, :])
+        y = torch.bmm(ssm.view(s * self.heads, self.head_dim, self.n), c.reshape(s * self.heads, self.n, 1))
+        y = y.view(s, self.heads, self.head_dim) + self.d.to(acc)[:, None] * xs
+        if contiguous:
+            y = y[torch.argsort(perm)]
+        else:
+            state.conv[idx], state.ssm[idx] = conv_state, ssm
+        return y.reshape(s, self.d_inner).to(xbc.dtype)
 
     def _sequence(self, xbc: torch.Tensor, dt: torch.Tensor, state: MambaState, slot: int) -> torch.Tensor:
         """One sequence's chunk of n > 1 new tokens [n, conv_dim] from its slot's state: causal conv1d as one op,
