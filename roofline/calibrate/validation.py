@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from roofline.calibrate.calibration import engine_quant
 from roofline.calibrate.fit import error_summary
-from roofline.calibrate.grids import QUICK
+from roofline.calibrate.grids import FINE_EXPERTS, QUICK
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.cards.store import CardStore
@@ -48,8 +48,6 @@ ENGINE_MIXERS = frozenset({"full", "sliding", "mamba2", "none"})
 # a drawn card's engine weights (at the engine dtype) stay under this: the 2-core / 23 GB CPU hosts this runs on
 # hold it beside the KV pool and the calibration's headroom; larger cards are left out of the draw
 MAX_WEIGHT_BYTES = 7e9
-# MoE with at least this many experts is "fine-grained" (Qwen3, gpt-oss-120b: 128), below it "coarse" (Mixtral 8)
-FINE_EXPERTS = 64
 RECURRENT = ("mamba1", "mamba2", "deltanet", "parallel")
 
 
