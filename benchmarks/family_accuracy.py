@@ -87,8 +87,35 @@ def markdown(rows: list[tuple], walls: list[float], seeds: list[int], shapes: in
                     f"{ilo:.1f}-{ihi:.1f}% |")
     cards = sorted({(p["family"], p["card"]) for r in runs for p in r["points"]})
     head += ["", f"`calibrate --quick` wall time: {', '.join(f'{w:.0f} s' for w in walls)}.", "",
-             "Cards drawn: " + ", ".join(f"{c} ({f})" for f, c in cards) + ".", "", TUNED]
+             "Cards drawn: " + ", ".join(f"{c} ({f})" for f, c in cards) + ".", "", FINDINGS, "", TUNED]
     return "\n".join(head) + "\n"
+
+
+FINDINGS = """## What differed per family, and which side was fixed
+
+- Every family, batches whose prompts exceed the engine's 2,048-token step (e.g. 24 x 300 = 7,200): the prediction
+  timed the whole prefill as one step of batch x prompt tokens, while the engine chunks it into steps of at most
+  2,048 tokens, decodes the first sequences inside the later chunks' steps, and its ITL is the mean of the pure
+  decode steps that follow, whose batch shrinks as sequences finish. Fixed in validation: the prediction replays the
+  engine's own scheduler (`served_steps`, torch-free) and times each step through `timed_step` (the step's weight
+  matmuls over all its tokens, each sequence's attention / scan over its own chunk and context, the lm_head over the
+  sequences that sample).
+- MoE, fine-grained: the same cause weighs most here: one 7,200-token step routes ~450 rows to each of 128 experts
+  (top-8), where the engine's 2,048-token steps route ~128, and the GEMM ramp at 128 rows is well below its plateau
+  (the issue measured qwen3-30b-a3b's TTFT predicted 20-40% too fast at such batches). The engine's MoE (grouped: one GEMM pair per touched expert over its
+  gathered rows, `index_add_` back) and the op graph (`ffn_ops`: touched experts from `expected_experts_touched`,
+  rows per expert = routed / touched, `gemv_expert_share` for the experts with at most `gemv_max_tokens` rows)
+  agree once the step is the engine's.
+- Mamba-2 (hybrid), engine: the prefill scan was already the chunked SSD form, but padded every sequence to whole
+  chunks (a 16-token prompt cost a 128- or 256-token chunk), repeated B and C to every head before forming C B^T
+  (8x the work for nemotron-3-nano's 64 heads in 8 groups), and decode ran a Python loop per sequence with about
+  twelve state-sized passes each. Now: the remainder is its own shorter chunk, C B^T is formed once per group, and
+  decode tokens of all sequences step together, updating the state in place (two passes + the readout).
+- Mamba-2, op graph: the scan was charged at the bf16 peak (it runs in fp32, as in mamba_ssm), as half of the
+  l x l chunk square (the chunked form computes the whole block), without the fp32 decay matrix it materialises, and
+  with a full chunk for prompts shorter than one. Now charged as it runs.
+- Dense cards wider than the grid's (hidden 5,120, FFN 13,824): not changed; a shape-dependent GEMM efficiency
+  needs quiet measurements to choose its form (see the report of this change)."""
 
 
 TUNED = """## What was tuned on what
