@@ -35,6 +35,7 @@ def test_random_shapes_are_reproducible_and_never_the_grids_cards(store):
     assert a == random_shapes(store, 40, seed=3, vocab=3000, dtype="bf16")
     assert a != random_shapes(store, 40, seed=4, vocab=3000, dtype="bf16")
     many = a + random_shapes(store, 200, seed=11, vocab=3000, dtype="bf16")
+    assert len({tuple(s.values()) for s in many[40:]}) == 200  # no shape twice
     assert not {s["card"] for s in many} & grid_cards()
     assert grid_cards() == {"llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b", "granite-4.0-h-small"}
     assert all(RANDOM_BATCHES[0] <= s["batch"] <= RANDOM_BATCHES[1] for s in many)

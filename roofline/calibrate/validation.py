@@ -115,11 +115,13 @@ def random_shapes(st: CardStore, n: int, seed: int, vocab: int, dtype: str) -> l
     rng = random.Random(seed)
     pool = candidate_cards(st, vocab, dtype)
     families = sorted(pool)
-    shapes = []
-    for _ in range(n):
+    shapes: list[dict] = []
+    while len(shapes) < n:
         card, layers = rng.choice(pool[rng.choice(families)])
-        shapes.append(dict(card=card, layers=layers, batch=_log_uniform(rng, *RANDOM_BATCHES),
-                           prompt=_log_uniform(rng, *RANDOM_PROMPTS)))
+        shape = dict(card=card, layers=layers, batch=_log_uniform(rng, *RANDOM_BATCHES),
+                     prompt=_log_uniform(rng, *RANDOM_PROMPTS))
+        if shape not in shapes:  # a repeated shape would be served (and counted) once
+            shapes.append(shape)
     return shapes
 
 
