@@ -21,6 +21,7 @@ from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.cards.store import CardStore
 from roofline.engine.core.block_manager import BlockManager
+from roofline.engine.core.mixers import ENGINE_MIXERS
 from roofline.engine.core.records import RequestTiming
 from roofline.engine.core.scheduler import Scheduler
 from roofline.engine.core.sequence import Sequence
@@ -43,8 +44,6 @@ FRESH = dict(cards=["qwen2.5-7b", "mixtral-8x7b", "gemma-3-27b", "mistral-7b"], 
 # where steps are overhead- and bandwidth-bound, as at large, where they are compute-bound)
 RANDOM_BATCHES = (1, 32)
 RANDOM_PROMPTS = (16, 1024)
-# mixers the engine builds (roofline.engine.model.transformer.ENGINE_MIXERS; kept torch-free here for the draw)
-ENGINE_MIXERS = frozenset({"full", "sliding", "mamba2", "none"})
 # a drawn card's engine weights (at the engine dtype) stay under this: the 2-core / 23 GB CPU hosts this runs on
 # hold it beside the KV pool and the calibration's headroom; larger cards are left out of the draw
 MAX_WEIGHT_BYTES = 7e9
