@@ -40,26 +40,52 @@ def segsum(x: torch.Tensor) -> torch.Tensor:
 
 
 def ssd_scan(x, a, b, c, chunk: int, h0):
-    """Chunked SSD (Mamba-2 paper, 'minimal discrete'): x [L, H, P] (dt-scaled), a [L, H] (dt*A), b/c [L, H, N],
-    h0 [H, P, N] -> y [L, H, P], final state [H, P, N]. Padding to whole chunks leaves the state unchanged."""
+    """Chunked SSD (Mamba-2 paper, section 6): x [L, H, P] (dt-scaled), a [L, H] (dt*A), b/c [L, G, N] (G groups,
+    H/G heads each), h0 [H, P, N] -> y [L, H, P], final state [H, P, N]. Whole chunks of `chunk` tokens, then the
+    remainder as one shorter chunk from their state (no padding: a 16-token prompt costs 16 tokens, not `chunk`)."""
     length = x.shape[0]
-    pad = (-length) % chunk
-    if pad:
-        x, a, b, c = (F.pad(t, (0, 0) * (t.dim() - 1) + (0, pad)) for t in (x, a, b, c))
-    n = x.shape[0] // chunk
-    x, b, c = (t.reshape(n, chunk, *t.shape[1:]) for t in (x, b, c))
-    a = a.reshape(n, chunk, -1).permute(2, 0, 1)  # [H, n, l]
+    full = length // chunk * chunk
+    if 0 < full < length:
+        y_head, h = _ssd_chunks(x[:full], a[:full], b[:full], c[:full], chunk, h0)
+        y_tail, h = _ssd_chunks(x[full:], a[full:], b[full:], c[full:], length - full, h)
+        return torch.cat([y_head, y_tail]), h
+    return _ssd_chunks(x, a, b, c, min(chunk, length), h0)
+
+
+def _ssd_chunks(x, a, b, c, chunk: int, h0):
+    """ssd_scan over a whole number of chunks. Shapes: n chunks (c) of l tokens (l, s), G groups (g) of R heads
+    (r), P head dims (p), N state dims (n). Intra-chunk: y = (C B^T per group, masked by the decays) X, the quadratic
+    form; inter-chunk: each chunk's end state from its tokens, passed along the chunks by their total decay."""
+    length, heads, p = x.shape
+    groups = b.shape[1]
+    n = length // chunk
+    x = x.reshape(n, chunk, groups, heads // groups, p)
+    b, c = b.reshape(n, chunk, *b.shape[1:]), c.reshape(n, chunk, *c.shape[1:])
+    a = a.reshape(n, chunk, groups, heads // groups).permute(2, 3, 0, 1)  # [G, R, n, l]
     a_cum = a.cumsum(-1)
-    decay = torch.exp(segsum(a))  # [H, n, l, l]
-    y_diag = torch.einsum("clhn,cshn,hcls,cshp->clhp", c, b, decay, x)
-    to_end = torch.exp(a_cum[:, :, -1:] - a_cum)  # [H, n, l]
-    states = torch.einsum("clhn,hcl,clhp->chpn", b, to_end, x)
-    states = torch.cat([h0[None], states], dim=0)  # [n+1, H, P, N]
-    chunk_decay = torch.exp(segsum(F.pad(a_cum[:, :, -1], (1, 0))))  # [H, n+1, n+1]
-    states = torch.einsum("hzc,chpn->zhpn", chunk_decay, states)
-    y_off = torch.einsum("clhn,chpn,hcl->clhp", c, states[:-1], torch.exp(a_cum))
-    y = (y_diag + y_off).reshape(n * chunk, *y_diag.shape[2:])
-    return y[:length], states[-1]
+    causal = torch.tril(torch.ones(chunk, chunk, dtype=torch.bool, device=x.device))
+    decay = torch.exp((a_cum[..., :, None] - a_cum[..., None, :]).masked_fill(~causal, float("-inf")))  # [G,R,n,l,s]
+    scores = torch.einsum("clgn,csgn->gcls", c, b)  # C B^T once per group, shared by its heads
+    y_diag = torch.einsum("grcls,csgrp->clgrp", decay * scores[:, None], x)
+    to_end = torch.exp(a_cum[..., -1:] - a_cum)  # [G, R, n, l]
+    states = torch.einsum("clgn,grcl,clgrp->cgrpn", b, to_end, x)
+    states = torch.cat([h0.reshape(1, groups, heads // groups, p, -1), states], dim=0)  # [n+1, G, R, P, N]
+    chunk_decay = torch.exp(segsum(F.pad(a_cum[..., -1], (1, 0))))  # [G, R, n+1, n+1]
+    states = torch.einsum("grzc,cgrpn->zgrpn", chunk_decay, states)
+    y_off = torch.einsum("clgn,cgrpn,grcl->clgrp", c, states[:-1], torch.exp(a_cum))
+    return (y_diag + y_off).reshape(length, heads, p), states[-1].reshape(heads, p, -1)
+
+
+def ssd_reference(x, a, b, c, h0):
+    """The recurrence ssd_scan computes, token by token (for tests): h = exp(a) h + x (outer) B; y = C h. Shapes as
+    ssd_scan's."""
+    rep = x.shape[1] // b.shape[1]
+    b, c = b.repeat_interleave(rep, dim=1), c.repeat_interleave(rep, dim=1)
+    h, ys = h0.clone(), []
+    for t in range(x.shape[0]):
+        h = h * torch.exp(a[t])[:, None, None] + x[t][..., None] * b[t][:, None, :]
+        ys.append((h * c[t][:, None, :]).sum(-1))
+    return torch.stack(ys), h
 
 
 class Mamba2(nn.Module):
@@ -87,32 +113,66 @@ class Mamba2(nn.Module):
         proj = self.in_proj(x)
         z, xbc, dt = proj.split([self.d_inner, self.conv_dim, self.heads], dim=-1)
         y = torch.empty(x.shape[0], self.d_inner, dtype=x.dtype, device=x.device)
+        singles = [i for i, n in enumerate(meta.q_lens) if n == 1]
+        if singles:  # one-token sequences (decode) step together
+            rows = [meta.q_starts[i] for i in singles]
+            y[rows] = self._step(xbc[rows], dt[rows], state, [meta.state_slots[i] for i in singles])
         for q0, n, slot in zip(meta.q_starts, meta.q_lens, meta.state_slots):
-            y[q0:q0 + n] = self._sequence(xbc[q0:q0 + n], dt[q0:q0 + n], state, slot)
+            if n > 1:
+                y[q0:q0 + n] = self._sequence(xbc[q0:q0 + n], dt[q0:q0 + n], state, slot)
         y = y * F.silu(z)
         yf = y.to(torch.promote_types(y.dtype, torch.float32))
         y = (yf * torch.rsqrt(yf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.norm_weight
         return self.out_proj(y)
 
+    def _split(self, conv: torch.Tensor, dt: torch.Tensor, acc: torch.dtype):
+        """conv output [n, conv_dim] and dt [n, H] -> x [n, H, P], B and C [n, G, N], dt [n, H] (softplus), A [H]."""
+        xs, b, c = F.silu(conv).to(acc).split([self.d_inner, self.groups * self.n, self.groups * self.n], dim=-1)
+        n = xs.shape[0]
+        dt = F.softplus(dt.to(acc) + self.dt_bias.to(acc))
+        return (xs.view(n, self.heads, self.head_dim), b.view(n, self.groups, self.n), c.view(n, self.groups, self.n),
+                dt, -torch.exp(self.a_log.to(acc)))
+
+    def _step(self, xbc: torch.Tensor, dt: torch.Tensor, state: MambaState, slots: list[int]) -> torch.Tensor:
+        """One token for each of S sequences [S, conv_dim], batched: conv over each slot's window, then
+        h = exp(dt A) h + dt x (outer) B in place; y = C h + D x. The [S, H, P, N] state is the step's largest
+        traffic: where the slots are one contiguous range it is updated through a view (read and written twice,
+        read once more by the readout), else gathered and scattered back."""
+        acc, order = state.ssm.dtype, sorted(range(len(slots)), key=slots.__getitem__)
+        lo, hi = min(slots), max(slots) + 1
+        contiguous = hi - lo == len(slots)
+        if contiguous:  # rows in slot order, so row i is slot lo + i
+            perm = torch.tensor(order, device=xbc.device)
+            xbc, dt = xbc[perm], dt[perm]
+            conv_state, ssm = state.conv[lo:hi], state.ssm[lo:hi]
+        else:
+            idx = torch.tensor(slots, device=xbc.device)
+            conv_state, ssm = state.conv[idx], state.ssm[idx]
+        window = torch.cat([conv_state.to(xbc.dtype), xbc[:, :, None]], dim=2)  # [S, conv_dim, K]
+        conv_state.copy_(window[:, :, 1:])
+        conv = (window * self.conv_weight.to(xbc.dtype)).sum(-1) + self.conv_bias.to(xbc.dtype)
+        xs, b, c, dt, a = self._split(conv, dt, acc)
+        s, rep = len(slots), self.heads // self.groups
+        b, c = b.repeat_interleave(rep, dim=1), c.repeat_interleave(rep, dim=1)  # [S, H, N]
+        ssm.mul_(torch.exp(dt * a)[..., None, None]).addcmul_((dt[..., None] * xs)[..., None], b[:, :, None, :])
+        y = torch.bmm(ssm.view(s * self.heads, self.head_dim, self.n), c.reshape(s * self.heads, self.n, 1))
+        y = y.view(s, self.heads, self.head_dim) + self.d.to(acc)[:, None] * xs
+        if contiguous:
+            y = y[torch.argsort(perm)]
+        else:
+            state.conv[idx], state.ssm[idx] = conv_state, ssm
+        return y.reshape(s, self.d_inner).to(xbc.dtype)
+
     def _sequence(self, xbc: torch.Tensor, dt: torch.Tensor, state: MambaState, slot: int) -> torch.Tensor:
-        """One sequence's new tokens [n, conv_dim] from its slot's state; updates the slot."""
+        """One sequence's chunk of n > 1 new tokens [n, conv_dim] from its slot's state: causal conv1d as one op,
+        then the chunked SSD scan; updates the slot."""
         acc = state.ssm.dtype
         window = torch.cat([state.conv[slot].to(xbc.dtype), xbc.t()], dim=1)  # [conv_dim, K-1+n]
         state.conv[slot] = window[:, -(self.kernel - 1):].to(acc)
         conv = F.conv1d(window[None], self.conv_weight[:, None, :].to(xbc.dtype), self.conv_bias.to(xbc.dtype),
                         groups=self.conv_dim)[0].t()  # [n, conv_dim]
-        xs, b, c = F.silu(conv).to(acc).split([self.d_inner, self.groups * self.n, self.groups * self.n], dim=-1)
-        n = xs.shape[0]
-        xs = xs.view(n, self.heads, self.head_dim)
-        b = b.view(n, self.groups, self.n).repeat_interleave(self.heads // self.groups, dim=1)
-        c = c.view(n, self.groups, self.n).repeat_interleave(self.heads // self.groups, dim=1)
-        dt = F.softplus(dt.to(acc) + self.dt_bias.to(acc))  # [n, H]
-        a = -torch.exp(self.a_log.to(acc))  # [H]
-        if n == 1:  # decode: h = exp(dt A) h + dt x (outer) B; y = C h
-            h = state.ssm[slot] * torch.exp(dt[0] * a)[:, None, None] + (dt[0, :, None] * xs[0])[..., None] * b[0][:, None, :]
-            y = (h * c[0][:, None, :]).sum(-1)[None]
-        else:
-            y, h = ssd_scan(xs * dt[..., None], dt * a, b, c, self.chunk, state.ssm[slot])
+        xs, b, c, dt, a = self._split(conv, dt, acc)
+        y, h = ssd_scan(xs * dt[..., None], dt * a, b, c, self.chunk, state.ssm[slot])
         state.ssm[slot] = h
         y = y + self.d.to(acc)[:, None] * xs
-        return y.reshape(n, self.d_inner).to(xbc.dtype)
+        return y.reshape(xs.shape[0], self.d_inner).to(xbc.dtype)

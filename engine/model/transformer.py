@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import torch
+from roofline.engine.core.mixers import ENGINE_MIXERS
 from roofline.engine.model.attention import StepMeta
 from roofline.engine.model.mamba import Mamba2
 from roofline.engine.model.modules import MLP, Attention, Linear, MoE, RMSNorm, linear
@@ -21,7 +22,6 @@ from roofline.sizing.layers import Layer, resolve_layers
 RMS_EPS = 1e-5  # cards do not carry rms_norm_eps; HF parity tests build their configs with the same value
 
 
-ENGINE_MIXERS = {"full", "sliding", "mamba2", "none"}  # mixers Block builds; cards with others are refused
 
 
 class EngineError(ValueError):

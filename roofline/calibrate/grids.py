@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from roofline.errors import RooflineError
 
-QUICK = dict(models=[("llama-3.1-8b", 1), ("llama-3.1-8b", 2, ("decode",)), ("qwen3-30b-a3b", 1), ("gpt-oss-20b", 1)],
+# MoE with at least this many experts is "fine-grained" (Qwen3: 128), below it "coarse" (Mixtral: 8, gpt-oss-20b: 32)
+FINE_EXPERTS = 64
+
+# Every layer kind the engine runs, one card each at one layer: llama-3.1-8b full GQA attention + dense FFN,
+# gpt-oss-20b sliding attention + coarse MoE (32 experts, top-4), qwen3-30b-a3b full attention + fine MoE (128,
+# top-8), granite-4.0-h-small a Mamba-2 mixer + MoE (72, top-10) in one layer; prefill up to the engine's step budget
+# (8 x 256 = 2048 tokens). `validate --random` never draws these cards.
+QUICK = dict(models=[("llama-3.1-8b", 1), ("llama-3.1-8b", 2, ("decode",)), ("qwen3-30b-a3b", 1), ("gpt-oss-20b", 1),
+                     ("granite-4.0-h-small", 1)],
              vocab=4096, prefill=[(1, 64), (1, 256), (4, 128), (8, 256)], decode_batches=[1, 4, 16, 32],
              contexts=[64, 512], repeats=3, passes=2)
 # seconds long, for tests and smoke checks: one small dense card
@@ -46,3 +54,28 @@ def grid_points(spec: dict) -> list[dict]:
                 points += [dict(card=card, layers=layers, phase="decode", batch=b, context=ctx, new_tokens=1)
                            for b in spec["decode_batches"]]
     return points
+
+
+def layer_kinds(spec: dict, store) -> set[str]:
+    """The layer kinds a grid's cards run: attention mixers (full, sliding; 'gqa' where KV heads are shared), FFNs
+    (dense, moe-coarse, moe-fine at FINE_EXPERTS experts), recurrent mixers (mamba2, ...), and 'hybrid' where one
+    card mixes a recurrent mixer with attention or MoE."""
+    from roofline.sizing.layers import resolve_layers
+    from roofline.sizing.reduce import reduce_card
+
+    kinds: set[str] = set()
+    for card_name, layers, *_ in spec["models"]:
+        card = reduce_card(store.model(card_name), layers)
+        own: set[str] = set()
+        for lay in resolve_layers(card.architecture):
+            own.add(lay.mixer)
+            if lay.is_attention and lay.num_kv_heads < lay.num_heads:
+                own.add("gqa")
+            if lay.ffn == "moe":
+                own.add("moe-fine" if card.architecture.moe.num_experts >= FINE_EXPERTS else "moe-coarse")
+            elif lay.ffn == "dense":
+                own.add("dense")
+        if own & {"mamba1", "mamba2", "deltanet"} and own & {"full", "sliding", "moe-fine", "moe-coarse"}:
+            own.add("hybrid")
+        kinds |= own - {"none"}
+    return kinds

@@ -8,7 +8,15 @@ from typing import Annotated, Optional
 import typer
 
 from roofline.calibrate.published import read_published, validate_published
-from roofline.calibrate.validation import FRESH, METRICS, engine_points, summarize_points
+from roofline.calibrate.validation import (
+    FRESH,
+    METRICS,
+    engine_points,
+    grid_shapes,
+    random_shapes,
+    summarize_families,
+    summarize_points,
+)
 from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
 from roofline.cli.output import Column, emit, table
 from roofline.engine import load
@@ -42,6 +50,11 @@ def validate_cmd(
     vocab: Annotated[int, typer.Option(min=2, help="Engine shapes: vocabulary size.")] = FRESH["vocab"],
     passes: Annotated[int, typer.Option(min=1, help="Engine shapes: passes over each card's shapes (each phase keeps "
                                         "its faster pass, as calibrate keeps each point's).")] = FRESH["passes"],
+    random_n: Annotated[Optional[int], typer.Option("--random", min=1, help="Engine shapes: N shapes drawn at random "
+                                                    "over the bundled cards the engine runs (not the quick grid's), "
+                                                    "batch 1-32, prompt 16-1024; replaces --model/--batch/--prompt.")]
+    = None,
+    seed: Annotated[int, typer.Option(help="Engine shapes: the --random draw's seed.")] = 0,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Report the predictor's error per metric: median and p90 absolute % error and bias."""
@@ -61,15 +74,19 @@ def validate_cmd(
     dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
     spec = {**FRESH, "cards": [m.strip() for m in model.split(",") if m.strip()], "batches": int_list("--batch", batch),
             "prompts": int_list("--prompt", prompt), "output": output, "layers": layers, "vocab": vocab, "passes": passes}
-    for name in spec["cards"]:
-        st.model(name)  # an unknown card fails here, before any engine starts
+    if random_n:
+        shapes = random_shapes(st, random_n, seed, vocab, dtype)
+    else:
+        for name in spec["cards"]:
+            st.model(name)  # an unknown card fails here, before any engine starts
+        shapes = grid_shapes(spec)
     from rich.progress import Progress
 
     with Progress(transient=True) as bar:
-        task = bar.add_task("running fresh engine shapes",
-                            total=len(spec["cards"]) * len(spec["batches"]) * len(spec["prompts"]) * spec["passes"])
-        points = engine_points(card, st, device, dtype, spec, lambda: bar.advance(task))
+        task = bar.add_task("running fresh engine shapes", total=len(shapes) * spec["passes"])
+        points = engine_points(card, st, device, dtype, spec, lambda: bar.advance(task), shapes)
     metrics = summarize_points(points)
+    families = summarize_families(points)
     if out:
         from roofline.report.plots import plot_validation
 
@@ -77,12 +94,17 @@ def validate_cmd(
                         "shapes)")
     data = {"hardware": card.name, "efficiency_source": predict(reduce_card(st.model("llama-3.1-8b"), 1, 64), card,
                                                                  make_workload()).efficiency_source,
-            "metrics": metrics, "points": points, "plot": str(out) if out else None}
+            "metrics": metrics, "families": families, "seed": seed if random_n else None, "points": points,
+            "plot": str(out) if out else None}
     emit(data, as_json, lambda: _render(data))
 
 
 def _render(d: dict):
     yield _error_table(f"predictor error on {d['hardware']} ({d['efficiency_source']})", d["metrics"])
+    yield table("per layer family", ["family", "metric", Column("n", "right"), Column("median |err|", "right"),
+                                     Column("p90 |err|", "right"), Column("bias", "right")],
+                [(fam, k, s["n"], f"{s['median_ape_pct']:.1f}%", f"{s['p90_ape_pct']:.1f}%", f"{s['bias_pct']:+.1f}%")
+                 for fam, metrics in d["families"].items() for k, s in metrics.items() if k in ("ttft", "itl")])
     if d.get("plot"):
         yield f"wrote {d['plot']}"
 

@@ -238,20 +238,35 @@ def mamba1_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) 
     ]
 
 
+SCAN_DTYPE = "fp32"  # Mamba-2 scans run in fp32 (the state accumulates in fp32 in mamba_ssm's SSD kernels and the engine)
+SCAN_VALUE_BYTES = 4  # bytes per value of the scan's fp32 intermediates
+
+
 def mamba2_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
-    """Mamba-2: in/out projections, conv + SSD scan; the state is read and written once per sequence per step."""
+    """Mamba-2: in_proj [T, h] -> [T, 2 d_in + 2 G N + H]; causal conv1d over the x/B/C channels; the SSD scan;
+    out_proj [T, d_in] -> [T, h]. The state is read and written once per sequence per step.
+
+    Scan per token (H heads of P dims, d_in = H P; G groups of N state dims): decode runs the recurrence, ~6 d_in N
+    FLOPs (decay, x (outer) B, C h). Prefill runs the chunked SSD form over chunks of l = min(chunk_size, n) tokens
+    (Mamba-2 paper, section 6): C B^T per group and its product with X over the whole l x l block, 2 l (G N + d_in);
+    each chunk's state and its readout, 4 d_in N; the [H, l, l] decay matrix and the scores times it, materialised
+    in fp32 and read back (~3 H l values written and read per token)."""
     arch = card.architecture
     m, h, t = arch.mamba2, arch.hidden_size, step.tokens
     d_in, gs = m.d_inner, m.n_groups * m.state_size
     proj_out = 2 * d_in + 2 * gs + m.num_heads
-    # recurrence: decay, B x outer product, C h readout ~ 6 d_in N per token; chunked SSD adds intra-chunk
-    # (C B^T) X products ~ chunk * (G N + d_in) per token (causal halves the square)
-    scan_per_token = 6.0 * d_in * m.state_size + (m.chunk_size * (gs + d_in) if step.phase == "prefill" else 0.0)
+    if step.phase == "prefill":
+        chunk = np.minimum(m.chunk_size, step.n)  # the last chunk of a shorter prompt is the prompt
+        scan_flops = 2.0 * chunk * (gs + d_in) + 4.0 * d_in * m.state_size + 4.0 * chunk * m.num_heads
+        scan_bytes = 2 * 3 * chunk * m.num_heads * SCAN_VALUE_BYTES
+    else:
+        scan_flops, scan_bytes = 6.0 * d_in * m.state_size, 0
+    conv_flops = 2.0 * (d_in + 2 * gs) * m.conv_kernel
     state = layer_state_values(arch, lay) * state_bytes_per_value(arch, f.kv_quant, lay)
     return [
         matmul("mamba_in_proj", "mamba", "mamba", h * proj_out, t, h, proj_out, f, count),
-        Op("ssm_scan", "mamba", f.act_dtype, t * (scan_per_token + 2.0 * (d_in + 2 * gs) * m.conv_kernel),
-           act_bytes=2 * t * (d_in + 2 * gs) * f.act_bytes, kv_read_bytes=step.batch * state,
+        Op("ssm_scan", "mamba", SCAN_DTYPE, t * (scan_flops + conv_flops),
+           act_bytes=t * (2 * (d_in + 2 * gs) * f.act_bytes + scan_bytes), kv_read_bytes=step.batch * state,
            kv_write_bytes=step.batch * state, count=count, kernels=3, gemm=False, kv_shards=m.num_heads),
         matmul("mamba_out_proj", "mamba", "mamba", d_in * h, t, d_in, h, f, count),
     ]
