@@ -9,9 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from roofline.calibrate.calibration import engine_quant
-from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.common import CardsOpt, JsonOpt, TokOpt, fmt_rate, fmt_s, store, tokens
 from roofline.cli.output import Column, emit, table
-from roofline.cli.predict_cmd import TokOpt, fmt_rate, fmt_s, tokens
 from roofline.engine import load
 from roofline.errors import RooflineError
 from roofline.perf.request import predict

@@ -9,16 +9,20 @@ import typer
 from roofline.cards.units import QuantityError, parse_quantity
 from roofline.cli.common import (
     CardsOpt,
+    GpusOpt,
     JsonOpt,
+    KvOpt,
+    PpOpt,
+    QuantOpt,
     RuntimeOpt,
     kv_default,
     model_and_quant,
     runtime_choice,
     runtime_label,
     store,
+    tokens,
 )
 from roofline.cli.output import Column, emit, table
-from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, tokens
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import check_runtime_supports
 from roofline.perf.parallel import check_parallel

@@ -10,23 +10,28 @@ import typer
 from roofline.cards.files import check_output_file
 from roofline.cli.common import (
     CardsOpt,
+    GpusOpt,
     JsonOpt,
+    KvOpt,
+    ModelOpt,
+    PpOpt,
+    QuantOpt,
     RuntimeOpt,
+    TokOpt,
     int_list,
     kv_default,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
     store,
+    tokens,
 )
 from roofline.cli.output import emit
-from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, TokOpt, tokens
 from roofline.errors import RooflineError
 from roofline.perf.parallel import check_parallel
 from roofline.perf.workload import make_workload
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model card.")]
 OutOpt = Annotated[Path, typer.Option("--output-file", "-o", help="Image file: .png, .svg or .pdf.")]
 
 

@@ -6,17 +6,26 @@ from typing import Annotated, Optional
 
 import typer
 
-from roofline.cards.units import QuantityError, parse_tokens
 from roofline.cli.common import (
     CardsOpt,
+    GpusOpt,
+    HwOpt,
     JsonOpt,
+    KvOpt,
+    ModelOpt,
+    PpOpt,
+    QuantOpt,
     RuntimeOpt,
+    TokOpt,
     capacity_label,
+    fmt_rate,
+    fmt_s,
     kv_default,
     model_and_quant,
     runtime_choice,
     runtime_efficiency,
     store,
+    tokens,
 )
 from roofline.cli.output import Column, check_formats, emit, table, warn
 from roofline.cli.output import write_csv as write_rows
@@ -24,36 +33,6 @@ from roofline.errors import RooflineError
 from roofline.perf.request import Prediction, predict
 from roofline.perf.workload import make_workload
 from roofline.sizing.reduce import reduce_card
-
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model card name, alias or path (YAML or config.json).")]
-HwOpt = Annotated[str, typer.Option("--hw", help="Hardware card name, alias or path.")]
-QuantOpt = Annotated[Optional[str], typer.Option("--quant", help="Weight format, e.g. bf16, fp8, int4, q4_k_m, nvfp4, or "
-                                                 "per component: experts=mxfp4,default=q8_0 (default: the card's "
-                                                 "native formats; see `roofline formats`).")]
-KvOpt = Annotated[Optional[str], typer.Option("--kv-quant", help="KV-cache format: bf16, fp16, fp8, q8_0, q4_0 "
-                                              "(default: the runtime's, else bf16).")]
-TokOpt = Annotated[str, typer.Option(help="Token count: 500, 4k, 128K, 1M.")]
-GpusOpt = Annotated[int, typer.Option("--gpus", help="GPUs in tensor parallel (shards weights and KV heads).")]
-PpOpt = Annotated[int, typer.Option("--pp", help="Pipeline-parallel stages (GPUs = gpus x pp).")]
-
-
-def tokens(option: str, value: str | int) -> int:
-    try:
-        return parse_tokens(value)
-    except QuantityError:
-        raise RooflineError(f"{option}: {value!r} is not a token count > 0 (like 500, 4k, 128K or 1M)") from None
-
-
-def fmt_s(seconds: float) -> str:
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:,.0f} us"
-    if seconds < 1:
-        return f"{seconds * 1e3:,.1f} ms"
-    return f"{seconds:,.2f} s"
-
-
-def fmt_rate(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:,.2f}"
 
 
 def flat(p: Prediction) -> dict:

@@ -8,9 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.common import CardsOpt, GpusOpt, JsonOpt, KvOpt, PpOpt, QuantOpt, fmt_rate, fmt_s, store
 from roofline.cli.output import Column, emit, table
-from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, fmt_rate, fmt_s
 from roofline.errors import RooflineError
 from roofline.perf.serving.policy import policy_for
 from roofline.perf.serving.workload import parse_lengths

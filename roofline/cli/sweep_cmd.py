@@ -9,9 +9,16 @@ import typer
 
 from roofline.cli.common import (
     CardsOpt,
+    GpusOpt,
     JsonOpt,
+    KvOpt,
+    PpOpt,
+    QuantOpt,
     RuntimeOpt,
+    TokOpt,
     capacity_label,
+    fmt_rate,
+    fmt_s,
     int_list,
     kv_default,
     model_and_quant,
@@ -19,20 +26,10 @@ from roofline.cli.common import (
     runtime_efficiency,
     runtime_label,
     store,
-)
-from roofline.cli.output import Column, check_formats, emit, table
-from roofline.cli.predict_cmd import (
-    GpusOpt,
-    KvOpt,
-    PpOpt,
-    QuantOpt,
-    TokOpt,
-    alternatives,
-    csv_row,
-    fmt_rate,
-    fmt_s,
     tokens,
 )
+from roofline.cli.output import Column, check_formats, emit, table
+from roofline.cli.predict_cmd import alternatives, csv_row
 from roofline.errors import RooflineError
 from roofline.perf.grid import sweep_arrays
 from roofline.perf.parallel import check_parallel
