@@ -181,63 +181,91 @@ def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStor
     return fits
 
 
-def fit_all(rows: list[FitRow], store: CardStore, policies: dict[str, str] | None = None,
+KINDS = ("memory", "compute_by_format")  # the two kinds of fitted value; a policy is chosen per runtime and kind
+
+
+def kind_of(param: str) -> str:
+    return "memory" if param == "memory" else "compute_by_format"
+
+
+def policy_of(choice: RuntimeChoice, policies: dict | None, kind: str) -> str:
+    """The fit policy of one kind of value for a row's runtime: `policies[runtime]` (a policy, or kind -> policy),
+    else the profile's stored `fit_policy`, else "versions" ("kernels_from" for a runtime running another's
+    kernels)."""
+    prof = choice.profile
+    given = (policies or {}).get(prof.name, dict(prof.fit_policy) or None)
+    policy = given.get(kind) if isinstance(given, dict) else given
+    if prof.kernels_from:
+        return "none" if policy == "none" else "kernels_from"
+    return policy or "versions"
+
+
+def fit_all(rows: list[FitRow], store: CardStore, policies: dict | None = None,
             only: set[tuple[str, str]] | None = None) -> dict[tuple, GroupFit]:
-    """Fit every (runtime, scope) group present in `rows` (or only those in `only`) under its runtime's policy
-    (`policies`, else the profile's stored `fit_policy`, else "versions"): keys (runtime, scope) and, per version
-    range, (runtime, scope@version). Runtimes that run another's kernels (`kernels_from`) are not fitted here."""
+    """Fit every (runtime, scope) group present in `rows` (or only those in `only`) under the most specific policy
+    any kind of its runtime has (`policy_of`): keys (runtime, scope) and, per version range, (runtime,
+    scope@version). Runtimes that run another's kernels (`kernels_from`) are not fitted here."""
     groups: dict[tuple, list[FitRow]] = {}
     for r in rows:
         groups.setdefault((r.choice.profile.name, r.scope), []).append(r)
     fits = {}
     for (runtime, scope), members in sorted(groups.items()):
-        policy = _policy(members[0].choice, policies)
-        if (only is not None and (runtime, scope) not in only) or policy in ("none", "kernels_from"):
+        kinds = {policy_of(members[0].choice, policies, k) for k in KINDS}
+        policy = next((p for p in POLICIES if p in kinds), "none")
+        if (only is not None and (runtime, scope) not in only) or policy == "none" or "kernels_from" in kinds:
             continue
         for g in _group_fits(runtime, scope, members, store, policy):
             fits[(runtime, g.scope)] = g
     return fits
 
 
-def _policy(choice: RuntimeChoice, policies: dict[str, str] | None) -> str:
-    prof = choice.profile
-    if prof.kernels_from:
-        return "kernels_from" if (policies or {}).get(prof.name, prof.fit_policy or "kernels_from") != "none" else "none"
-    return (policies or {}).get(prof.name) or prof.fit_policy or "versions"
-
-
-def values_for(fits: dict[tuple, GroupFit], runtime: str, scope: str, version: str | None) -> dict[str, float]:
+def values_for(fits: dict[tuple, GroupFit], runtime: str, scope: str, version: str | None,
+               kinds: dict[str, str] | None = None) -> dict[str, float]:
     """The fitted values `runtime` at `version` (None: the newest) gets on `scope`: the runtime-wide fit with the
-    entry of the version range in effect over it."""
+    entry of the version range in effect over it, each kind of value as its policy says (`kinds`: kind -> policy;
+    "none" drops it, "runtime" keeps the runtime-wide value; default "versions")."""
     if (runtime, scope) not in fits:
         return {}
+    kinds = kinds or {}
     values = dict(fits[(runtime, scope)].values)
     ranges = sorted((k[1].split("@", 1)[1] for k in fits if k[0] == runtime and k[1].startswith(scope + "@")),
                     key=version_key)
     if version is not None:
         ranges = [r for r in ranges if version_key(r) <= version_key(version)]
     if ranges:
-        values.update(fits[(runtime, f"{scope}@{ranges[-1]}")].values)
-    return values
+        values.update({p: v for p, v in fits[(runtime, f"{scope}@{ranges[-1]}")].values.items()
+                       if kinds.get(kind_of(p), "versions") == "versions"})
+    return {p: v for p, v in values.items() if kinds.get(kind_of(p), "versions") != "none"}
 
 
-def predict_fitted(r: FitRow, store: CardStore, fits: dict[tuple, GroupFit],
-                   policies: dict[str, str] | None = None) -> RowPrediction:
+def lender_policies(choice: RuntimeChoice, policies: dict | None) -> dict[str, str]:
+    """The policies of the runtime whose kernels a `kernels_from` runtime runs (its profile's, unless given)."""
+    prof = choice.profile
+    lender = choice.model_copy(update={"profile": prof.model_copy(update={"name": prof.kernels_from,
+                                                                          "kernels_from": None, "fit_policy": {}})})
+    return {k: policy_of(lender, policies, k) for k in KINDS}
+
+
+def predict_fitted(r: FitRow, store: CardStore, fits: dict[tuple, GroupFit], policies: dict | None = None,
+                   lent: dict[str, str] | None = None) -> RowPrediction:
     """The row predicted with its runtime's fits (a `kernels_from` runtime: the other runtime's newest fit for the
-    same scope, over its own profile)."""
-    prof, policy = r.choice.profile, _policy(r.choice, policies)
-    if policy == "none":
-        return predict_row(r.row, store, runtime=r.choice)
-    if policy == "kernels_from":
-        values = values_for(fits, prof.kernels_from, r.scope, None)
+    same scope under that runtime's policies `lent`, over its own profile)."""
+    prof = r.choice.profile
+    kinds = {k: policy_of(r.choice, policies, k) for k in KINDS}
+    if prof.kernels_from:
+        values = values_for(fits, prof.kernels_from, r.scope, None, lent or lender_policies(r.choice, policies))
+        values = {p: v for p, v in values.items() if kinds[kind_of(p)] != "none"}
     else:
-        values = values_for(fits, prof.name, r.scope, r.choice.version or r.choice.range_start)
+        values = values_for(fits, prof.name, r.scope, r.choice.version or r.choice.range_start, kinds)
     return predict_row(r.row, store, runtime=_with(r.choice, r.scope, values) if values else r.choice)
 
 
-def leave_one_source_out(rows: list[FitRow], store: CardStore, policies: dict[str, str] | None = None
+def leave_one_source_out(rows: list[FitRow], store: CardStore, policies: dict | None = None
                          ) -> list[tuple[FitRow, RowPrediction, RowPrediction]]:
-    """(row, generic prediction, profile prediction fitted without the row's source) for every row."""
+    """(row, generic prediction, profile prediction fitted without the row's source) for every row, under
+    `policies` (runtime -> policy or kind -> policy; None: each profile's stored `fit_policy`)."""
+    if policies is None:
+        policies = {r.choice.profile.name: dict(r.choice.profile.fit_policy) for r in rows if r.choice.profile.fit_policy}
     out = []
     for source in sorted({r.source for r in rows}):
         held = [r for r in rows if r.source == source]

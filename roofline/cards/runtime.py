@@ -127,10 +127,10 @@ class RuntimeProfile(_Strict):
     versions: list[Version] = []  # oldest first
     fitted: dict[str, EfficiencyOverrides] = {}  # written by benchmarks/fit_runtimes.py; scope or scope@version
     fitted_from: dict[str, str] = {}  # fitted scope -> the published rows and sources it was fitted on
-    # which fit shipped (benchmarks/fit_runtimes.py picks it on leave-one-source-out error): "versions" (per version
-    # range where `refits` says kernels changed), "runtime" (one value per hardware scope), "none" (priors only),
-    # "kernels_from" (the fitted kernels of the runtime named by `kernels_from`)
-    fit_policy: Literal["versions", "runtime", "none", "kernels_from"] | None = None
+    # which fit shipped per kind of fitted value (benchmarks/fit_runtimes.py picks it on leave-one-source-out
+    # error): "versions" (per version range where `refits` says kernels changed), "runtime" (one value per hardware
+    # scope), "none" (priors only), "kernels_from" (the fitted kernels of the runtime named by `kernels_from`)
+    fit_policy: dict[Literal["memory", "compute_by_format"], Literal["versions", "runtime", "none", "kernels_from"]] = {}
     kernels_from: str | None = None  # a runtime whose kernels this one runs (Ollama: llama.cpp); needs a source
     # one hardware card (by name) under this runtime, measured there (`roofline calibrate` writes the micro-engine's
     # fit here); applied after every scope; each needs `sources: devices.<card>`
