@@ -75,6 +75,9 @@ def _bad_profile(tmp_path: Path, change) -> Path:
     (lambda d: d.update(weight_formats=["fp16", "q9_z"]), "unknown weight format"),
     (lambda d: d.update(fitted={"intel-cpu": {"memory": 0.9}}), "fitted_from"),
     (lambda d: d.update(efficiency={"mars": {"memory": 0.9}, "marsian-gpu-x": {}}), "scope"),
+    (lambda d: d.update(kernels_from="llama.cpp"), "kernels_from"),
+    (lambda d: d["versions"][-1].update(refits={"nvidia-gpu": ["attention"]}), "refits"),
+    (lambda d: d.update(fit_policy="best"), "fit_policy"),
 ])
 def test_bad_profiles_are_one_line_exit_2(tmp_path, change, match):
     cards = _bad_profile(tmp_path, change)
@@ -314,3 +317,36 @@ def test_a_device_entry_needs_a_source():
     data["devices"] = {"rtx-4090": {"memory": 0.5}}
     with pytest.raises(ValueError, match="devices.rtx-4090"):
         RuntimeProfile(**data)
+
+
+def _fit_row(row_id: str):
+    from roofline.calibrate.runtime_fit import fit_rows
+    rows = {r["id"]: r for name in ("published_train.csv", "published_collected.csv", "published_more.csv")
+            for r in read_rows(REPO / "benchmarks/data" / name)}
+    return fit_rows([rows[row_id]], CardStore())[0]
+
+
+@pytest.mark.parametrize("row_id,fit_range", [
+    ("H054", "b1786"),  # llama.cpp May 2024, quantized prefill on an RTX 4090: FP16 cuBLAS era
+    ("M044", "b3216"),  # llama.cpp June 2024 (PR #7860 branch), Q6_K prefill: MMQ era
+    ("M048", "b3216"),  # llama.cpp Nov 2025 (PR #17505 branch): still the MMQ range
+    ("H034", None),     # decode (MMVQ) did not change at b3216: no version range
+    ("H009", None),     # the Spark (nvidia-soc): no range recorded for that scope
+    ("M052", "0.0.1"),  # MLX March 2024, before the qmv rewrite
+    ("C119", "0.1.0"),  # MLX-LM 0.20.4: after it
+])
+def test_rows_fall_in_the_version_range_of_their_kernels(row_id, fit_range):
+    assert _fit_row(row_id).range == fit_range
+
+
+def test_ollama_ships_llama_cpp_kernels_or_nothing():
+    st = CardStore()
+    ollama, llama = st.runtime("ollama").profile, st.runtime("llama.cpp").profile
+    assert ollama.kernels_from == "llama.cpp" and set(ollama.fit_policy.values()) <= {"kernels_from", "none"}
+    for scope, entry in ollama.fitted.items():  # the newest range of llama.cpp's fit, never Ollama's own rows
+        assert "llama.cpp's fit" in ollama.fitted_from[scope] and "H139" not in ollama.fitted_from[scope]
+        newest = [llama.fitted[k] for k in sorted(llama.fitted, key=lambda k: version_key(k.split("@")[1]) if "@" in k
+                                                  else (-1,)) if k.split("@")[0] == scope]
+        formats = {f: v for e in newest for f, v in e.compute_by_format.items()}
+        assert entry.memory in (None, llama.fitted[scope].memory)
+        assert all(formats[f] == v for f, v in entry.compute_by_format.items())

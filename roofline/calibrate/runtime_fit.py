@@ -5,8 +5,10 @@ Its free parameters: the bandwidth fraction `memory` (set by latency-bound rows:
 one large-GEMM efficiency per weight format (`compute_by_format`, set by prefill, TTFT and large-batch rows). Each is
 fitted by golden-section search on log(value) minimising the mean of min(|log(predicted / measured)|, 1) over the
 group's rows (a row 2.7x off counts no more than one 2.7x off: rows beyond the ceiling cannot drag a fit), two
-rounds of coordinate descent. Leave-one-source-out: for each source document, the groups its rows fall in are refitted
-on every other document's rows and its rows predicted; a group with no other rows keeps the profile's priors.
+rounds of coordinate descent. Where a profile's version entry says kernels changed (`refits`), policy "versions"
+fits those parameters again per version range (fitted.<scope>@<version>), a range with too few rows keeping the
+runtime-wide value. Leave-one-source-out: for each source document, the groups its rows fall in are refitted on every
+other document's rows and its rows predicted; a group with no other rows keeps the profile's priors.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from roofline.calibrate.fit import error_summary
 from roofline.calibrate.published import RowPrediction, _quant_text, predict_row, runtime_of
 from roofline.cards.formats import weight_format
-from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice
+from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice, version_key
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
 
@@ -29,6 +31,11 @@ GOLDEN_STEPS = 18
 ERROR_CAP = 1.0  # |log error| beyond e (2.7x) counts as e
 
 
+MIN_RANGE_ROWS = 3  # a version range is fitted on its own only with this many rows ...
+MIN_RANGE_SOURCES = 2  # ... from at least this many source documents; else it keeps the runtime-wide fit
+POLICIES = ("versions", "runtime", "none")  # most specific first; benchmarks/fit_runtimes.py picks one per runtime
+
+
 @dataclass
 class FitRow:
     row: dict
@@ -36,15 +43,17 @@ class FitRow:
     scope: str  # vendor-kind of the row's hardware
     param: str  # "memory" or "format:<weight format>"
     source: str
+    range: str | None = None  # the version starting this row's fitting range (a `refits` entry), None: no split
 
 
 @dataclass
 class GroupFit:
     runtime: str
-    scope: str
+    scope: str  # "nvidia-gpu", or "nvidia-gpu@b3216" for one version range
     values: dict[str, float] = field(default_factory=dict)  # "memory" / "format:<fmt>" -> fitted value
     rows: list[str] = field(default_factory=list)  # row ids fitted on
     sources: list[str] = field(default_factory=list)
+    note: str = ""  # how the value was obtained when not fitted on `rows` alone
 
 
 def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
@@ -56,8 +65,22 @@ def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
         if pred is None or pred.predicted is None:
             continue
         hw = store.hardware(pred.hw)
-        out.append(FitRow(row, choice, f"{hw.vendor.lower()}-{hw.kind}", _param(row), pred.source))
+        scope, param = f"{hw.vendor.lower()}-{hw.kind}", _param(row)
+        out.append(FitRow(row, choice, scope, param, pred.source, fitting_range(choice, scope, param)))
     return out
+
+
+def fitting_range(choice: RuntimeChoice, scope: str, param: str) -> str | None:
+    """The version whose kernels a row ran, for a parameter whose kernels changed between versions (`refits` of the
+    profile's version entries): the newest such entry at or below the row's version, else the oldest entry (the
+    range before the first change). None: no change recorded for this scope and parameter."""
+    prof, kind = choice.profile, "memory" if param == "memory" else "compute_by_format"
+    starts = [v.version for v in prof.versions if kind in v.refits.get(scope, [])]
+    if not starts:
+        return None
+    in_effect = {v.version for v in prof.versions_up_to(choice.version or choice.range_start)}
+    before = [s for s in starts if s in in_effect]
+    return before[-1] if before else prof.versions[0].version
 
 
 def _unfitted(choice: RuntimeChoice | None) -> RuntimeChoice | None:
@@ -81,7 +104,7 @@ def _param(row: dict) -> str:
 
 
 def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> RuntimeChoice:
-    """The choice with `values` as the profile's fitted entry for `scope`."""
+    """The choice with `values` as the profile's (only) fitted entry for `scope`."""
     prof = choice.profile
     by_format = {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith("format:")}
     entry = EfficiencyOverrides(memory=values.get("memory"), compute_by_format=by_format)
@@ -116,45 +139,140 @@ def _golden(f, lo: float, hi: float) -> float:
     return math.exp((a + b) / 2)
 
 
-def fit_group(rows: list[FitRow], store: CardStore) -> dict[str, float]:
-    """Coordinate descent over the group's parameters (each informed by at least one row)."""
-    params = sorted({r.param for r in rows})
-    values: dict[str, float] = {}
-    for _ in range(ROUNDS):
-        for p in params:
-            values[p] = _golden(lambda v: _loss(rows, store, {**values, p: v}), *BOUNDS)
-    return values
+_CACHE: dict[tuple, dict[str, float]] = {}  # (row ids, fixed values) -> fit: LOSO passes refit the same row sets
 
 
-def fit_all(rows: list[FitRow], store: CardStore, only: set[tuple[str, str]] | None = None) -> dict[tuple, GroupFit]:
-    """Fit every (runtime, scope) group present in `rows` (or only those in `only`)."""
+def fit_group(rows: list[FitRow], store: CardStore, fixed: dict[str, float] | None = None) -> dict[str, float]:
+    """Coordinate descent over the parameters the rows inform, the others held at `fixed`."""
+    fixed = fixed or {}
+    key = (tuple(sorted(r.row["id"] for r in rows)), tuple(sorted(fixed.items())))
+    if key not in _CACHE:
+        params = sorted({r.param for r in rows})
+        values: dict[str, float] = {}
+        for _ in range(ROUNDS):
+            for p in params:
+                values[p] = _golden(lambda v: _loss(rows, store, {**fixed, **values, p: v}), *BOUNDS)
+        _CACHE[key] = values
+    return dict(_CACHE[key])
+
+
+def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStore, policy: str) -> list[GroupFit]:
+    """One runtime on one hardware scope: the runtime-wide fit, and under policy "versions" one entry per version
+    range of the parameters whose kernels changed. A range fits on its own rows when it has MIN_RANGE_ROWS from
+    MIN_RANGE_SOURCES documents (the others held at the runtime-wide values); otherwise it keeps the runtime-wide
+    values, written out so that an older range's entry never leaks into it."""
+    parent = GroupFit(runtime, scope, fit_group(members, store), [m.row["id"] for m in members],
+                      sorted({m.source for m in members}))
+    fits = [parent]
+    split = [m for m in members if m.range]
+    if policy != "versions" or not split:
+        return fits
+    params = sorted({m.param for m in split})
+    for rng in sorted({m.range for m in split}, key=version_key):
+        sub = [m for m in split if m.range == rng]
+        sources = sorted({m.source for m in sub})
+        own = len(sub) >= MIN_RANGE_ROWS and len(sources) >= MIN_RANGE_SOURCES
+        values = fit_group(sub, store, fixed=parent.values) if own else {}
+        entry = {p: values.get(p, parent.values[p]) for p in params}
+        note = "" if own else (f"the runtime-wide fit: this range has {len(sub)} rows from {len(sources)} documents, "
+                               f"fewer than {MIN_RANGE_ROWS} from {MIN_RANGE_SOURCES}")
+        fits.append(GroupFit(runtime, f"{scope}@{rng}", entry, [m.row["id"] for m in (sub if own else members)],
+                             sources if own else parent.sources, note))
+    return fits
+
+
+KINDS = ("memory", "compute_by_format")  # the two kinds of fitted value; a policy is chosen per runtime and kind
+
+
+def kind_of(param: str) -> str:
+    return "memory" if param == "memory" else "compute_by_format"
+
+
+def policy_of(choice: RuntimeChoice, policies: dict | None, kind: str) -> str:
+    """The fit policy of one kind of value for a row's runtime: `policies[runtime]` (a policy, or kind -> policy),
+    else the profile's stored `fit_policy`, else "versions" ("kernels_from" for a runtime running another's
+    kernels)."""
+    prof = choice.profile
+    given = (policies or {}).get(prof.name, dict(prof.fit_policy) or None)
+    policy = given.get(kind) if isinstance(given, dict) else given
+    if prof.kernels_from:
+        return "none" if policy == "none" else "kernels_from"
+    return policy or "versions"
+
+
+def fit_all(rows: list[FitRow], store: CardStore, policies: dict | None = None,
+            only: set[tuple[str, str]] | None = None) -> dict[tuple, GroupFit]:
+    """Fit every (runtime, scope) group present in `rows` (or only those in `only`) under the most specific policy
+    any kind of its runtime has (`policy_of`): keys (runtime, scope) and, per version range, (runtime,
+    scope@version). Runtimes that run another's kernels (`kernels_from`) are not fitted here."""
     groups: dict[tuple, list[FitRow]] = {}
     for r in rows:
         groups.setdefault((r.choice.profile.name, r.scope), []).append(r)
     fits = {}
-    for key, members in sorted(groups.items()):
-        if only is not None and key not in only:
+    for (runtime, scope), members in sorted(groups.items()):
+        kinds = {policy_of(members[0].choice, policies, k) for k in KINDS}
+        policy = next((p for p in POLICIES if p in kinds), "none")
+        if (only is not None and (runtime, scope) not in only) or policy == "none" or "kernels_from" in kinds:
             continue
-        fits[key] = GroupFit(*key, fit_group(members, store), [m.row["id"] for m in members],
-                             sorted({m.source for m in members}))
+        for g in _group_fits(runtime, scope, members, store, policy):
+            fits[(runtime, g.scope)] = g
     return fits
 
 
-def predict_fitted(r: FitRow, store: CardStore, fits: dict[tuple, GroupFit]) -> RowPrediction:
-    key = (r.choice.profile.name, r.scope)
-    choice = _with(r.choice, r.scope, fits[key].values) if key in fits else r.choice
-    return predict_row(r.row, store, runtime=choice)
+def values_for(fits: dict[tuple, GroupFit], runtime: str, scope: str, version: str | None,
+               kinds: dict[str, str] | None = None) -> dict[str, float]:
+    """The fitted values `runtime` at `version` (None: the newest) gets on `scope`: the runtime-wide fit with the
+    entry of the version range in effect over it, each kind of value as its policy says (`kinds`: kind -> policy;
+    "none" drops it, "runtime" keeps the runtime-wide value; default "versions")."""
+    if (runtime, scope) not in fits:
+        return {}
+    kinds = kinds or {}
+    values = dict(fits[(runtime, scope)].values)
+    ranges = sorted((k[1].split("@", 1)[1] for k in fits if k[0] == runtime and k[1].startswith(scope + "@")),
+                    key=version_key)
+    if version is not None:
+        ranges = [r for r in ranges if version_key(r) <= version_key(version)]
+    if ranges:
+        values.update({p: v for p, v in fits[(runtime, f"{scope}@{ranges[-1]}")].values.items()
+                       if kinds.get(kind_of(p), "versions") == "versions"})
+    return {p: v for p, v in values.items() if kinds.get(kind_of(p), "versions") != "none"}
 
 
-def leave_one_source_out(rows: list[FitRow], store: CardStore) -> list[tuple[FitRow, RowPrediction, RowPrediction]]:
-    """(row, generic prediction, profile prediction fitted without the row's source) for every row."""
+def lender_policies(choice: RuntimeChoice, policies: dict | None) -> dict[str, str]:
+    """The policies of the runtime whose kernels a `kernels_from` runtime runs (its profile's, unless given)."""
+    prof = choice.profile
+    lender = choice.model_copy(update={"profile": prof.model_copy(update={"name": prof.kernels_from,
+                                                                          "kernels_from": None, "fit_policy": {}})})
+    return {k: policy_of(lender, policies, k) for k in KINDS}
+
+
+def predict_fitted(r: FitRow, store: CardStore, fits: dict[tuple, GroupFit], policies: dict | None = None,
+                   lent: dict[str, str] | None = None) -> RowPrediction:
+    """The row predicted with its runtime's fits (a `kernels_from` runtime: the other runtime's newest fit for the
+    same scope under that runtime's policies `lent`, over its own profile)."""
+    prof = r.choice.profile
+    kinds = {k: policy_of(r.choice, policies, k) for k in KINDS}
+    if prof.kernels_from:
+        values = values_for(fits, prof.kernels_from, r.scope, None, lent or lender_policies(r.choice, policies))
+        values = {p: v for p, v in values.items() if kinds[kind_of(p)] != "none"}
+    else:
+        values = values_for(fits, prof.name, r.scope, r.choice.version or r.choice.range_start, kinds)
+    return predict_row(r.row, store, runtime=_with(r.choice, r.scope, values) if values else r.choice)
+
+
+def leave_one_source_out(rows: list[FitRow], store: CardStore, policies: dict | None = None
+                         ) -> list[tuple[FitRow, RowPrediction, RowPrediction]]:
+    """(row, generic prediction, profile prediction fitted without the row's source) for every row, under
+    `policies` (runtime -> policy or kind -> policy; None: each profile's stored `fit_policy`)."""
+    if policies is None:
+        policies = {r.choice.profile.name: dict(r.choice.profile.fit_policy) for r in rows if r.choice.profile.fit_policy}
     out = []
     for source in sorted({r.source for r in rows}):
         held = [r for r in rows if r.source == source]
-        keys = {(r.choice.profile.name, r.scope) for r in held}
-        fits = fit_all([r for r in rows if r.source != source], store, keys)
+        keys = {(r.choice.profile.kernels_from or r.choice.profile.name, r.scope) for r in held}
+        fits = fit_all([r for r in rows if r.source != source], store, policies, keys)
         for r in held:
-            out.append((r, predict_row(r.row, store), predict_fitted(r, store, fits)))
+            out.append((r, predict_row(r.row, store), predict_fitted(r, store, fits, policies)))
     return out
 
 

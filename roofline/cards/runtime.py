@@ -105,6 +105,9 @@ class Version(_Strict):
     efficiency: dict[str, EfficiencyOverrides] = {}
     scheduler: Scheduler = Scheduler()
     memory: MemoryPolicy = MemoryPolicy()
+    # hardware scope -> the fitted parameters ("memory", "compute_by_format") whose kernels changed at this version:
+    # benchmarks/fit_runtimes.py fits them per version range from here on (fitted.<scope>@<version>)
+    refits: dict[str, list[Literal["memory", "compute_by_format"]]] = {}
 
 
 class RuntimeProfile(_Strict):
@@ -124,6 +127,11 @@ class RuntimeProfile(_Strict):
     versions: list[Version] = []  # oldest first
     fitted: dict[str, EfficiencyOverrides] = {}  # written by benchmarks/fit_runtimes.py; scope or scope@version
     fitted_from: dict[str, str] = {}  # fitted scope -> the published rows and sources it was fitted on
+    # which fit shipped per kind of fitted value (benchmarks/fit_runtimes.py picks it on leave-one-source-out
+    # error): "versions" (per version range where `refits` says kernels changed), "runtime" (one value per hardware
+    # scope), "none" (priors only), "kernels_from" (the fitted kernels of the runtime named by `kernels_from`)
+    fit_policy: dict[Literal["memory", "compute_by_format"], Literal["versions", "runtime", "none", "kernels_from"]] = {}
+    kernels_from: str | None = None  # a runtime whose kernels this one runs (Ollama: llama.cpp); needs a source
     # one hardware card (by name) under this runtime, measured there (`roofline calibrate` writes the micro-engine's
     # fit here); applied after every scope; each needs `sources: devices.<card>`
     devices: dict[str, EfficiencyOverrides] = {}
@@ -160,6 +168,12 @@ class RuntimeProfile(_Strict):
         for device in self.devices:
             if f"devices.{device}" not in self.sources:
                 raise ValueError(f"devices.{device}: sources must say where it was measured (devices.{device})")
+        if self.kernels_from and "kernels_from" not in self.sources:
+            raise ValueError("kernels_from: sources must say why this runtime runs those kernels (kernels_from)")
+        for v in self.versions:
+            for scope in v.refits:
+                if not _valid_scope(scope):
+                    raise ValueError(f"versions.{v.version}.refits.{scope}: not a scope like nvidia-gpu")
         for scope in self.fitted:
             if scope not in self.fitted_from:
                 raise ValueError(f"fitted.{scope}: fitted_from must name the rows it was fitted on")
