@@ -18,13 +18,13 @@ def main() -> None:
     st = CardStore()
     card, hw = st.model("llama-3.3-70b"), st.hardware("h100-sxm")
     t0 = time.perf_counter()
-    fleet = build_fleet(card, hw, make_workload(quant="fp8", kv_quant="fp8", tp=2), policy_for("vllm"))
+    fleet = build_fleet(card, hw, make_workload(quant="fp8", kv_quant="fp8", tp=2), policy_for(st.runtime("vllm")))
     r = serve(fleet, PROMPT, OUTPUT, 10_000, rate=9.0, seed=0).summary()
     t1 = time.perf_counter()
     print(f"10,000 requests, llama-3.3-70b fp8 on 2x h100-sxm at 9 req/s (vLLM preset): {t1 - t0:.2f} s "
           f"({r['steps']:,} engine steps; {r['output_tok_s']:,.0f} output tok/s, TTFT p90 {r['ttft_s']['p90']:.3f} s)")
     hws = [st.hardware(h) for h in ("dgx-spark", "h100-sxm", "b200")]
-    rows = capacity(card, hws, policy_for("vllm"), parse_lengths("--prompt", "500"),
+    rows = capacity(card, hws, st.runtime("vllm"), parse_lengths("--prompt", "500"),
                     parse_lengths("--output", "200"), 2.0, 0.05, target_rate=40.0, usd_per_gpu_hour=3.0)
     t2 = time.perf_counter()
     print(f"capacity search: {len(rows)} configurations ({sum(1 for x in rows if x.get('max_rate_per_s'))} meeting "

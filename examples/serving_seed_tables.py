@@ -23,7 +23,7 @@ def main() -> None:
     hw = st.hardware("dgx-spark")
     worst = 0.0
     for (model, quant), measured in SEED.items():
-        fleet = build_fleet(st.model(model), hw, make_workload(quant=quant), policy_for("vllm"))
+        fleet = build_fleet(st.model(model), hw, make_workload(quant=quant), policy_for(st.runtime("vllm")))
         print(f"{model} {quant} on dgx-spark, vLLM preset, closed loop, {PROMPT_TOKENS} -> {OUTPUT_TOKENS} tokens")
         print(f"  {'N':>3} {'simulated tok/s':>15} {'seed tok/s':>10} {'error':>7} {'TPOT ms':>8}")
         for n, seed_tok_s in measured.items():

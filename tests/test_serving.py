@@ -19,7 +19,7 @@ CARD, HW = STORE.model("llama-3.1-8b"), STORE.hardware("h100-sxm")
 
 
 def fleet(runtime="vllm", **kw):
-    return build_fleet(CARD, HW, make_workload(), policy_for(runtime), **kw)
+    return build_fleet(CARD, HW, make_workload(), policy_for(STORE.runtime(runtime)), **kw)
 
 
 def run(fl=None, prompt="lognormal:400,200", output="normal:100,30", requests=150, **kw):
@@ -45,7 +45,7 @@ def _flat(d: dict) -> dict:
     out = {}
     for k, v in d.items():
         if isinstance(v, dict):
-            out.update({f"{k}.{q}": x for q, x in v.items()})
+            out.update({f"{k}.{q}": x for q, x in v.items() if isinstance(x, (int, float))})
         elif isinstance(v, (int, float)):
             out[k] = v
     return out
@@ -92,7 +92,8 @@ def test_prefix_caching_cuts_prefill():
 
 def test_llama_cpp_slots_cap_the_running_batch():
     r = run(fleet("llama.cpp"), prompt="300", output="50", concurrency=10, requests=40)
-    assert max(n for _, n, _, _ in r.metrics.series) <= 4
+    slots = STORE.runtime("llama.cpp").profile.serving_policy()["parallel_slots"]
+    assert max(n for _, n, _, _ in r.metrics.series) <= slots < 10
     assert max(w for _, _, w, _ in r.metrics.series) > 0  # the rest wait for a slot
 
 
@@ -114,6 +115,28 @@ def test_serve_json_keys():
     for k in ("requests_per_s", "output_tok_s", "total_tok_s", "goodput_requests_per_s", "preemptions"):
         assert k in d
     assert d["goodput_requests_per_s"] <= d["requests_per_s"]
+
+
+def test_serve_takes_the_runtime_profile_and_its_version():
+    """--runtime NAME[@VERSION]: the scheduler limits come from the profile at that version, the step timer from
+    its efficiency; both outputs name the runtime."""
+    args = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "8", "--requests", "24",
+            "--prompt", "2000", "--output", "50", "--json")
+    new, old, generic = (json.loads(run_cli(*args, *extra).stdout)
+                         for extra in (("--runtime", "vllm"), ("--runtime", "vllm@0.6.0"), ()))
+    assert new["runtime"].startswith("vllm@") and old["runtime"] == "vllm@0.6.0" and generic["runtime"] == "generic"
+    assert new["scheduler"]["max_num_batched_tokens"] == 8192 and old["scheduler"]["max_num_batched_tokens"] == 512
+    assert not old["scheduler"]["chunked_prefill"]
+    assert "runtime profile vllm" in new["efficiency_source"] and "runtime profile" not in generic["efficiency_source"]
+    assert new["ttft_s"]["mean"] != generic["ttft_s"]["mean"]  # the profile's fitted efficiency times the steps
+    table = run_cli(*args[:-1], "--runtime", "sglang")
+    assert table.returncode == 0 and "sglang@" in table.stdout
+
+
+def test_runtime_that_cannot_run_the_format_is_one_line():
+    out = run_cli("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "2", "--requests", "4",
+                  "--runtime", "vllm", "--kv-quant", "q8_0")
+    assert out.returncode == 2 and "vLLM" in out.stderr and out.stderr.count("\n") == 1
 
 
 BASE = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--requests", "5")
@@ -179,9 +202,9 @@ def test_a_million_line_trace_streams(tmp_path):
 def test_capacity_finds_a_rate_meeting_the_slo():
     from roofline.perf.serving.capacity import Config, search_config
 
-    row = search_config(CARD, Config(HW, 1, "fp8", "fp8"), policy_for("vllm"), parse_lengths("p", "500"),
+    row = search_config(CARD, Config(HW, 1, "fp8", "fp8"), STORE.runtime("vllm"), parse_lengths("p", "500"),
                         parse_lengths("o", "100"), 0.5, 0.03, requests=60)
     assert row["fits"] and row["max_rate_per_s"] > 0 and row["max_clients"] >= 1
-    strict = search_config(CARD, Config(HW, 1, "fp8", "fp8"), policy_for("vllm"), parse_lengths("p", "500"),
+    strict = search_config(CARD, Config(HW, 1, "fp8", "fp8"), STORE.runtime("vllm"), parse_lengths("p", "500"),
                            parse_lengths("o", "100"), 0.5, 0.006, requests=60)
     assert strict.get("max_rate_per_s", 0) < row["max_rate_per_s"]

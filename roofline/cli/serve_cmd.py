@@ -8,7 +8,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.common import (
+    CardsOpt,
+    JsonOpt,
+    RuntimeOpt,
+    kv_default,
+    runtime_choice,
+    runtime_efficiency,
+    runtime_label,
+    store,
+)
 from roofline.cli.output import Column, emit, table
 from roofline.cli.predict_cmd import GpusOpt, KvOpt, PpOpt, QuantOpt, fmt_rate, fmt_s
 from roofline.errors import RooflineError
@@ -16,8 +25,6 @@ from roofline.perf.serving.policy import policy_for
 from roofline.perf.serving.workload import parse_lengths
 from roofline.perf.workload import make_workload
 
-RuntimeOpt = Annotated[Optional[str], typer.Option("--runtime", help="Runtime whose scheduling limits to simulate: "
-                                                   "vllm, sglang, trtllm, llama.cpp, ollama, generic.")]
 LenOpt = Annotated[str, typer.Option(help="Tokens: N, uniform:LOW,HIGH, normal:MEAN,SD or lognormal:MEAN,SD.")]
 SloOpt = Annotated[Optional[float], typer.Option(help="SLO in seconds.")]
 DISTS = ("ttft_s", "itl_s", "tpot_s", "e2e_s", "queue_wait_s")
@@ -28,20 +35,23 @@ LABELS = {"ttft_s": "TTFT", "itl_s": "ITL (every gap)", "tpot_s": "TPOT (per req
 def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt, output, burstiness, slo_ttft,
               slo_itl, seed, quant, kv_quant, gpus, pp, replicas=1, router="round_robin", disagg=None,
               network_gbps=None):
-    """Options -> a ServingResult (shared by serve, sweep and plot serve)."""
+    """Options -> a ServingResult (shared by serve, sweep and plot serve). The runtime profile gives both the
+    scheduler's limits (its serving policy) and the step timer's efficiency."""
     from roofline.perf.serving.run import build_fleet, parse_disagg, serve
 
     card, hwc = st.model(model), st.hardware(hw)
-    wl = make_workload(quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
+    choice = runtime_choice(st, runtime)
+    wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     if network_gbps is not None and not network_gbps > 0:
         raise RooflineError(f"--network-gbps: must be > 0, got {network_gbps}")
-    fleet = build_fleet(card, hwc, wl, policy_for(runtime), replicas, router.replace("-", "_"), parse_disagg(disagg),
-                        network_gbps * 1e9 / 8 if network_gbps else None)
+    eff = runtime_efficiency(choice, card, hwc, wl)
+    fleet = build_fleet(card, hwc, wl, policy_for(choice), replicas, router.replace("-", "_"), parse_disagg(disagg),
+                        network_gbps * 1e9 / 8 if network_gbps else None, eff=eff)
     trace_path = Path(trace) if trace else None
     result = serve(fleet, parse_lengths("--prompt", prompt), parse_lengths("--output", output), requests,
                    concurrency, rate, trace_path, burstiness, seed, slo_ttft, slo_itl)
     result.extra.update(model=card.name, hardware=hwc.name, quant=wl.quant or "native", kv_quant=wl.kv_quant, tp=wl.tp,
-                        pp=wl.pp)
+                        pp=wl.pp, efficiency_source=fleet.setup.eff.source)
     return result
 
 
@@ -59,7 +69,7 @@ def serve_cmd(
     burstiness: Annotated[float, typer.Option(help="Open loop: gamma shape of the gaps (1 = Poisson, <1 bursty).")] = 1.0,
     slo_ttft: SloOpt = None, slo_itl: SloOpt = None,
     seed: Annotated[int, typer.Option(help="Random seed (arrivals and lengths).")] = 0,
-    quant: QuantOpt = None, kv_quant: KvOpt = "bf16", gpus: GpusOpt = 1, pp: PpOpt = 1,
+    quant: QuantOpt = None, kv_quant: KvOpt = None, gpus: GpusOpt = 1, pp: PpOpt = 1,
     replicas: Annotated[int, typer.Option(help="Replicas behind the router.")] = 1,
     router: Annotated[str, typer.Option(help="round_robin, least_tokens or prefix.")] = "round_robin",
     disagg: Annotated[Optional[str], typer.Option(help="Prefill/decode disaggregation P:D replicas.")] = None,
@@ -107,10 +117,11 @@ def capacity_cmd(
 
     st = store(cards)
     card = st.model(model)
+    choice = runtime_choice(st, runtime)
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
-    rows = capacity(card, hws, policy_for(runtime), parse_lengths("--prompt", prompt), parse_lengths("--output", output),
+    rows = capacity(card, hws, choice, parse_lengths("--prompt", prompt), parse_lengths("--output", output),
                     slo_ttft, slo_itl, target_rate, usd_per_gpu_hour, requests, seed)
-    data = {"model": card.name, "runtime": policy_for(runtime).name, "slo_ttft_s": slo_ttft, "slo_itl_s": slo_itl,
+    data = {"model": card.name, "runtime": runtime_label(choice), "slo_ttft_s": slo_ttft, "slo_itl_s": slo_itl,
             "attainment": ATTAINMENT, "target_rate_per_s": target_rate, "configurations": rows}
 
     def render():

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.errors import RooflineError
-from roofline.perf.efficiency import expected_efficiency
-from roofline.perf.serving.policy import ServingPolicy
+from roofline.cards.runtime import RuntimeChoice
+from roofline.perf.efficiency import check_runtime_supports, expected_efficiency
+from roofline.perf.serving.policy import policy_for
 from roofline.perf.serving.run import build_fleet, serve
 from roofline.perf.serving.workload import Lengths
 from roofline.perf.workload import make_workload
@@ -35,11 +36,15 @@ class Config:
         return f"{self.hw.name} tp{self.tp} {self.quant}/kv {self.kv_quant}"
 
 
-def candidates(card: ModelCard, hw: HardwareCard) -> list[Config]:
-    """TP sizes the node allows (dividing the heads) x weight formats the card's math supports x KV formats."""
+def candidates(card: ModelCard, hw: HardwareCard, runtime: RuntimeChoice | None = None) -> list[Config]:
+    """TP sizes the node allows (dividing the heads) x weight formats the card's math supports x KV formats (those
+    the runtime loads, when one is given)."""
     peaks = hw.peak_flops.as_dict()
     weights = ["bf16"] + (["fp8"] if "fp8" in peaks else []) + (["nvfp4"] if "fp4" in peaks else [])
     kvs = ["bf16"] + (["fp8"] if "fp8" in peaks else [])
+    if runtime is not None:
+        weights = [w for w in weights if w in runtime.profile.weight_formats]
+        kvs = [k for k in kvs if k in runtime.profile.kv_formats]
     heads = card.architecture.attention.num_heads if card.architecture.attention else 1
     linked = hw.interconnect.bandwidth_bytes_per_s_per_direction > 0
     tps = [t for t in TP_SIZES if t <= max(hw.interconnect.gpus_per_node, 1) and heads % t == 0 and (t == 1 or linked)]
@@ -50,13 +55,15 @@ def _meets(result, slo_ttft_s: float, slo_itl_s: float) -> bool:
     return result.metrics.good >= ATTAINMENT * result.metrics.finished
 
 
-def search_config(card, cfg: Config, policy: ServingPolicy, prompt: Lengths, output: Lengths, slo_ttft_s: float,
+def search_config(card, cfg: Config, runtime: RuntimeChoice | None, prompt: Lengths, output: Lengths, slo_ttft_s: float,
                   slo_itl_s: float, requests: int, seed: int = 0) -> dict:
     """Max sustainable rate and clients meeting the SLO for one configuration (or why it cannot run)."""
     wl = make_workload(quant=cfg.quant, kv_quant=cfg.kv_quant, tp=cfg.tp)
     row = {"hardware": cfg.hw.name, "tp": cfg.tp, "quant": cfg.quant, "kv_quant": cfg.kv_quant}
+    policy = policy_for(runtime)
     try:
-        fleet = build_fleet(card, cfg.hw, wl, policy, eff=expected_efficiency(cfg.hw))
+        check_runtime_supports(runtime, card, cfg.hw, wl.quant, wl.kv_quant)
+        fleet = build_fleet(card, cfg.hw, wl, policy, eff=expected_efficiency(cfg.hw, runtime))
     except RooflineError as err:
         return {**row, "fits": False, "why": str(err)}
     run = lambda **kw: serve(fleet, prompt, output, seed=seed, slo_ttft_s=slo_ttft_s, slo_itl_s=slo_itl_s, **kw)  # noqa: E731
@@ -91,7 +98,7 @@ def search_config(card, cfg: Config, policy: ServingPolicy, prompt: Lengths, out
             "gpus_per_replica": cfg.tp}
 
 
-def capacity(card: ModelCard, hws: list[HardwareCard], policy: ServingPolicy, prompt: Lengths, output: Lengths,
+def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | None, prompt: Lengths, output: Lengths,
              slo_ttft_s: float, slo_itl_s: float, target_rate: float | None = None,
              usd_per_gpu_hour: float | None = None, requests: int = 200, seed: int = 0) -> list[dict]:
     for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
@@ -101,8 +108,8 @@ def capacity(card: ModelCard, hws: list[HardwareCard], policy: ServingPolicy, pr
         raise RooflineError(f"--target-rate: must be > 0 requests/s, got {target_rate}")
     rows = []
     for hw in hws:
-        for cfg in candidates(card, hw):
-            row = search_config(card, cfg, policy, prompt, output, slo_ttft_s, slo_itl_s, requests, seed)
+        for cfg in candidates(card, hw, runtime):
+            row = search_config(card, cfg, runtime, prompt, output, slo_ttft_s, slo_itl_s, requests, seed)
             if row.get("max_rate_per_s"):
                 if target_rate:
                     row["replicas"] = math.ceil(target_rate / row["max_rate_per_s"])

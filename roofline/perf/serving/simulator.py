@@ -39,10 +39,14 @@ class ServingResult:
 
     def summary(self) -> dict:
         s = self.metrics.summary()
-        gpus = self.fleet.gpus
+        gpus, p = self.fleet.gpus, self.fleet.setup.policy
         s.update(gpus=gpus, output_tok_s_per_gpu=s["output_tok_s"] / gpus, replicas=self.fleet.replicas,
-                 kv_pool_tokens_per_replica=self.fleet.setup.num_blocks * self.fleet.setup.policy.block_size_tokens,
-                 runtime=self.fleet.setup.policy.name, **self.extra)
+                 kv_pool_tokens_per_replica=self.fleet.setup.num_blocks * p.block_size_tokens,
+                 runtime=p.name, scheduler={"max_num_batched_tokens": p.max_num_batched_tokens,
+                                            "max_num_seqs": p.effective_max_seqs, "chunked_prefill": p.chunked_prefill,
+                                            "block_size_tokens": p.block_size_tokens,
+                                            "prefix_caching": p.prefix_caching, "memory_policy": p.memory_policy},
+                 **self.extra)
         return s
 
 
