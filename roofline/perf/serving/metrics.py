@@ -29,7 +29,10 @@ class Histogram:
 
     def add(self, seconds, weight: float = 1.0) -> None:
         """One sample or a sequence of samples, each of weight `weight`."""
-        if np.ndim(seconds) == 0:
+        if isinstance(seconds, list):
+            self._values.extend(seconds)
+            self._weights.extend([weight] * len(seconds))
+        elif np.ndim(seconds) == 0:
             self._values.append(float(seconds))
             self._weights.append(weight)
         else:

@@ -55,11 +55,11 @@ def serve(fleet: Fleet, prompt: Lengths, output: Lengths, requests: int, concurr
         if concurrency < 1:
             raise RooflineError(f"--concurrency: needs at least 1 client, got {concurrency}")
         closed = ClosedLoop(concurrency, closed_loop_requests(requests, prompt, output, seed))
-        result = simulate(fleet, closed=closed, slo_ttft_s=slo_ttft_s, slo_itl_s=slo_itl_s)
+        result = simulate(fleet, closed=closed, slo_ttft_s=slo_ttft_s, slo_itl_s=slo_itl_s, shared_prefixes=False)
         result.extra.update(mode="closed_loop", concurrency=concurrency)
     elif rate is not None:
         result = simulate(fleet, open_loop(rate, requests, prompt, output, seed, burstiness), slo_ttft_s=slo_ttft_s,
-                          slo_itl_s=slo_itl_s)
+                          slo_itl_s=slo_itl_s, shared_prefixes=False)
         result.extra.update(mode="open_loop", rate_per_s=rate, burstiness=burstiness)
     else:
         result = simulate(fleet, itertools.islice(read_trace(trace), requests), slo_ttft_s=slo_ttft_s,

@@ -51,15 +51,15 @@ class ServingResult:
 
 
 class Simulation:
-    def __init__(self, fleet: Fleet, metrics: Collector, fast_forward: bool = True):
+    def __init__(self, fleet: Fleet, metrics: Collector, fast_forward: bool = True, shared_prefixes: bool = True):
         self.fleet, self.metrics = fleet, metrics
-        self.decode = [Replica(fleet.setup, metrics, fast_forward) for _ in range(fleet.replicas)]
-        self.prefill = [Replica(fleet.prefill_setup, metrics, fast_forward) for _ in range(fleet.prefill_replicas)] \
-            if fleet.prefill_setup is not None else []
+        self.decode = [Replica(fleet.setup, metrics, fast_forward, shared_prefixes) for _ in range(fleet.replicas)]
+        self.prefill = [Replica(fleet.prefill_setup, metrics, fast_forward, shared_prefixes)
+                        for _ in range(fleet.prefill_replicas)] if fleet.prefill_setup is not None else []
         self.router = Router(fleet.router, self.decode)
         self.prefill_router = Router("least_tokens", self.prefill) if self.prefill else None
         self.replicas = self.prefill + self.decode
-        self.tokens = TokenSpace()
+        self.tokens = TokenSpace(shared_prefixes)
         self.events: list = []  # (time, order, kind, payload)
         self._order = itertools.count()
         self.limit = min(r.setup.max_request_tokens for r in self.replicas)
@@ -151,13 +151,15 @@ class Simulation:
 
 def simulate(fleet: Fleet, arrivals: Iterable[Request] | None = None, closed: ClosedLoop | None = None,
              slo_ttft_s: float | None = None, slo_itl_s: float | None = None,
-             fast_forward: bool = True) -> ServingResult:
-    """Serve an open-loop/trace request stream (`arrivals`, sorted by time) or a closed loop of clients."""
+             fast_forward: bool = True, shared_prefixes: bool = True) -> ServingResult:
+    """Serve an open-loop/trace request stream (`arrivals`, sorted by time) or a closed loop of clients.
+    `shared_prefixes` False: the stream's prompts share no tokens (no request names a prefix), so the prefix
+    cache is skipped; True is always right, False only faster."""
     for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
         if v is not None and not v > 0:
             raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
     metrics = Collector(slo_ttft_s, slo_itl_s)
-    sim = Simulation(fleet, metrics, fast_forward)
+    sim = Simulation(fleet, metrics, fast_forward, shared_prefixes)
     sim.run(iter(arrivals) if arrivals is not None else None, closed)
     if not metrics.finished:
         raise RooflineError("no request was served: the workload is empty")
