@@ -39,6 +39,10 @@ def test_bulk_decode_stretches_equal_step_by_step():
     reqs = list(open_loop(30.0, 120, parse_lengths("p", "lognormal:300,200"), parse_lengths("o", "normal:80,30"), 3))
     fast, slow = (_flat(simulate(fl, reqs, fast_forward=f).summary()) for f in (True, False))
     assert fast == pytest.approx(slow, rel=1e-9)  # the same steps; only the order of float additions differs
+    # 8,192-token prompts arriving while another decodes: the prompt's last chunk is 1 token, run in a stretch
+    long = [Request(i * 0.02, 8192, 30) for i in range(4)]
+    fast, slow = (_flat(simulate(fl, long, fast_forward=f).summary()) for f in (True, False))
+    assert fast == pytest.approx(slow, rel=1e-9)
 
 
 def _flat(d: dict) -> dict:
@@ -137,6 +141,22 @@ def test_runtime_that_cannot_run_the_format_is_one_line():
     out = run_cli("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "2", "--requests", "4",
                   "--runtime", "vllm", "--kv-quant", "q8_0")
     assert out.returncode == 2 and "vLLM" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_sweep_is_the_closed_loop_with_the_static_batch_beside_it():
+    args = ("sweep", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--concurrency", "1,2,6", "--prompt", "8k",
+            "--output", "256", "--requests-per-client", "2", "--json")
+    closed = json.loads(run_cli(*args).stdout)
+    static = json.loads(run_cli(*args, "--static").stdout)
+    assert closed["mode"] == "closed_loop" and static["mode"] == "static"
+    one, two, six = closed["rows"]
+    assert one["static_ttft_s"] == static["rows"][0]["ttft_s"]  # the static batch, named as such
+    assert one["peak_running"] == 1 and two["peak_running"] == 2
+    # six 8.4k-token requests do not fit 24 GB beside 16 GB of weights: the closed loop queues them for KV
+    # blocks (all 12 served, throughput at its plateau) where the static batch can only say "out of memory"
+    assert not six["fits_in_memory"] and six["peak_running"] < 6 and six["queue_wait_mean_s"] > 0
+    assert six["requests"] == 12 and six["output_tok_s"] <= 1.05 * max(two["output_tok_s"], one["output_tok_s"] * 2)
+    assert six["ttft_p50_s"] > 3 * two["ttft_p50_s"]
 
 
 BASE = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--requests", "5")

@@ -167,8 +167,13 @@ class Replica:
         starts = ends - durations
         steps = max(1, min(horizon, int(np.searchsorted(starts, until, side="left"))))
         ends, durations = ends[:steps], durations[:steps]
-        first = float(ends[0])
-        self.metrics.itl.add([first - s.last_emit_s for s in running])  # each one's first gap: since its own last
+        first, gaps = float(ends[0]), []
+        for s in running:  # each one's first gap: since its own last token
+            if s.first_s is None:  # a prompt whose last chunk is one token, run as a decode in the first step
+                s.first_s = first
+            else:
+                gaps.append(first - s.last_emit_s)
+        self.metrics.itl.add(gaps)
         if steps > 1:
             self.metrics.itl.add(durations[1:].tolist(), len(running))
         done = self.scheduler.advance_decode(steps, 0)
