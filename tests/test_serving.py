@@ -225,12 +225,61 @@ def test_a_million_line_trace_streams(tmp_path):
             pass
 
 
-def test_capacity_finds_a_rate_meeting_the_slo():
-    from roofline.perf.serving.capacity import Config, search_config
+@pytest.fixture
+def short_points(monkeypatch):
+    """Capacity load points shortened for the test (the defaults: 500 requests / 60 s of arrivals)."""
+    from roofline.perf.serving import capacity
 
-    row = search_config(CARD, Config(HW, 1, "fp8", "fp8"), STORE.runtime("vllm"), parse_lengths("p", "500"),
-                        parse_lengths("o", "100"), 0.5, 0.03, requests=60)
-    assert row["fits"] and row["max_rate_per_s"] > 0 and row["max_clients"] >= 1
-    strict = search_config(CARD, Config(HW, 1, "fp8", "fp8"), STORE.runtime("vllm"), parse_lengths("p", "500"),
-                           parse_lengths("o", "100"), 0.5, 0.006, requests=60)
-    assert strict.get("max_rate_per_s", 0) < row["max_rate_per_s"]
+    monkeypatch.setattr(capacity, "MIN_REQUESTS", 120)
+    monkeypatch.setattr(capacity, "MIN_ARRIVAL_S", 8.0)
+    return capacity
+
+
+def test_capacity_finds_the_highest_rate_meeting_the_slo(short_points):
+    cap = short_points
+    p, o, rt = parse_lengths("p", "500"), parse_lengths("o", "100"), STORE.runtime("vllm")
+    row = cap.search_config(CARD, cap.Config(HW, 1, "fp8", "fp8"), rt, p, o, cap.Slo(0.5, 0.03))
+    assert row["fits"] and row["max_rate_per_s"] > 0 and row["bracket_top_per_s"] <= 1.06 * row["max_rate_per_s"]
+    assert row["attainment"] >= cap.ATTAINMENT and row["concurrency"] > 1
+    strict = cap.search_config(CARD, cap.Config(HW, 1, "fp8", "fp8"), rt, p, o, cap.Slo(0.5, 0.012))
+    assert 0 < strict["max_rate_per_s"] < row["max_rate_per_s"]
+    fleet = build_fleet(CARD, HW, make_workload(quant="fp8", kv_quant="fp8"), policy_for(rt))
+    above = cap.load_point(fleet, row["bracket_top_per_s"] * 1.3, p, o, cap.Slo(0.5, 0.03))
+    assert not above["meets"]
+    alone = cap.search_config(CARD, cap.Config(HW, 1, "bf16", "bf16"), rt, p, o, cap.Slo(0.5, 0.001))
+    assert alone["max_rate_per_s"] == 0 and "one request alone" in alone["why"] and alone["points"] == 0
+
+
+def test_overload_is_detected_without_an_slo_to_miss(short_points):
+    """Above the replica's saturation rate the queue grows for as long as requests arrive; below it, it does not."""
+    cap = short_points
+    p, o = parse_lengths("p", "500"), parse_lengths("o", "100")
+    fleet = build_fleet(CARD, HW, make_workload(), policy_for(STORE.runtime("vllm")))
+    top = cap.saturation_rate(fleet, p, o)
+    loose = cap.Slo(1e6, 1e6)
+    over, under = (cap.load_point(fleet, f * top, p, o, loose) for f in (2.0, 0.4))
+    assert over["overloaded"] and not over["meets"] and over["queue_growth"] > 0
+    assert not under["overloaded"] and under["meets"]
+
+
+def test_capacity_cli_prices_and_replicas(short_points):
+    from roofline.cli.serve_cmd import render_capacity
+
+    cap = short_points
+    cards = [STORE.hardware("rtx-4090"), STORE.hardware("a10")]
+    rows = cap.capacity(CARD, cards, STORE.runtime("vllm"), parse_lengths("p", "300"), parse_lengths("o", "50"), 1.0,
+                        0.05, target_rate=30.0, usd_per_gpu_hour=cap.parse_prices("rtx-4090=0.5", cards), workers=1)
+    assert len(rows) == 5  # 4090: bf16/fp8 weights x bf16/fp8 KV; A10: bf16 only
+    priced = [r for r in rows if r.get("usd_per_m_output_tokens")]
+    assert priced and all(r["hardware"] == "rtx-4090" for r in priced)
+    for r in priced:
+        assert r["replicas"] == -(-30.0 // r["max_rate_per_s"]) and r["gpus"] == r["replicas"] * r["tp"]
+        assert r["usd_per_m_output_tokens"] == pytest.approx(0.5 * r["tp"] / (r["output_tok_s"] * 3600) * 1e6)
+    with pytest.raises(RooflineError, match="usd-per-gpu-hour"):
+        cap.parse_prices("b200=3", cards)
+    data = {"model": CARD.name, "runtime": "vllm", "slo_ttft_s": 1.0, "slo_itl_s": 0.05, "attainment": 0.9,
+            "prompt": "300", "output": "50", "target_rate_per_s": 30.0, "configurations": rows,
+            "load_point": {"min_requests": 1, "min_arrival_s": 1, "warmup_share": 0.1, "overload_share": 0.05,
+                           "rate_tolerance": 0.05}}
+    parts = list(render_capacity(data, True, True))
+    assert len(parts) == 2 + any(not r.get("max_rate_per_s") for r in rows)

@@ -106,42 +106,56 @@ def capacity_cmd(
     slo_itl: Annotated[float, typer.Option(help="ITL (time per output token) objective, seconds.")],
     runtime: RuntimeOpt = None,
     target_rate: Annotated[Optional[float], typer.Option(help="Requests/s the fleet must sustain.")] = None,
-    usd_per_gpu_hour: Annotated[Optional[float], typer.Option(help="Price of one GPU-hour, USD.")] = None,
+    usd_per_gpu_hour: Annotated[Optional[str], typer.Option(
+        help="Price of one GPU-hour in USD, for every card (3.5) or per card (h100-sxm=3.99,b200=6.69).")] = None,
     prompt: LenOpt = "500", output: LenOpt = "200",
-    requests: Annotated[int, typer.Option(help="Requests per simulated load point.")] = 200,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
-    """Search GPUs per replica, weight and KV formats for the highest rate and clients meeting the SLO."""
-    from roofline.perf.serving.capacity import ATTAINMENT, capacity
+    """Search GPUs per replica, weight and KV formats for the highest Poisson rate meeting the SLO."""
+    from roofline.perf.serving import capacity as cap
 
     st = store(cards)
     card = st.model(model)
     choice = runtime_choice(st, runtime)
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
-    rows = capacity(card, hws, choice, parse_lengths("--prompt", prompt), parse_lengths("--output", output),
-                    slo_ttft, slo_itl, target_rate, usd_per_gpu_hour, requests, seed)
+    prices = cap.parse_prices(usd_per_gpu_hour, hws)
+    rows = cap.capacity(card, hws, choice, parse_lengths("--prompt", prompt), parse_lengths("--output", output),
+                        slo_ttft, slo_itl, target_rate, prices, seed)
     data = {"model": card.name, "runtime": runtime_label(choice), "slo_ttft_s": slo_ttft, "slo_itl_s": slo_itl,
-            "attainment": ATTAINMENT, "target_rate_per_s": target_rate, "configurations": rows}
+            "attainment": cap.ATTAINMENT, "prompt": prompt, "output": output, "target_rate_per_s": target_rate,
+            "load_point": {"min_requests": cap.MIN_REQUESTS, "min_arrival_s": cap.MIN_ARRIVAL_S,
+                           "warmup_share": cap.WARMUP_SHARE, "overload_share": cap.OVERLOAD_SHARE,
+                           "rate_tolerance": cap.RATE_TOLERANCE},
+            "configurations": rows}
+    emit(data, as_json, lambda: render_capacity(data, bool(target_rate), bool(prices)))
 
-    def render():
-        ok = sorted((r for r in rows if r.get("max_rate_per_s")), key=lambda r: -r["max_rate_per_s"] / r["tp"])
-        cols = ["hardware", Column("GPUs/replica", "right"), "weights", "KV", Column("max req/s", "right"),
-                Column("max clients", "right"), Column("output tok/s", "right")]
-        cols += [Column("replicas", "right"), Column("GPUs", "right")] if target_rate else []
-        cols += [Column("$/M out tok", "right")] if usd_per_gpu_hour else []
-        body = []
-        for r in ok:
-            line = [r["hardware"], r["tp"], r["quant"], r["kv_quant"], f"{r['max_rate_per_s']:.2f}", r["max_clients"],
-                    fmt_rate(r["output_tok_s"])]
-            line += [r["replicas"], r["gpus"]] if target_rate else []
-            line += [f"{r['usd_per_m_output_tokens']:.2f}"] if usd_per_gpu_hour else []
-            body.append(line)
-        yield table(f"{card.name} · {data['runtime']} · SLO TTFT <= {slo_ttft} s and TPOT <= {slo_itl} s for "
-                    f"{ATTAINMENT:.0%} of requests · {prompt} -> {output} tokens", cols, body)
-        skipped = [r for r in rows if not r.get("max_rate_per_s")]
-        if skipped:
-            yield table("configurations left out", ["hardware", "GPUs", "weights", "KV", "why"],
-                        [(r["hardware"], r["tp"], r["quant"], r["kv_quant"], r.get("why", "")) for r in skipped])
 
-    emit(data, as_json, render)
+def render_capacity(data: dict, target: bool, priced: bool):
+    rows = data["configurations"]
+    ok = sorted((r for r in rows if r.get("max_rate_per_s")), key=lambda r: -r["max_rate_per_s"] / r["tp"])
+    cols = ["hardware", Column("GPUs/replica", "right"), "weights", "KV", Column("max req/s", "right"),
+            Column("in system", "right"), Column("output tok/s", "right"), Column("TTFT p90", "right"),
+            Column("TPOT p90", "right")]
+    cols += [Column("replicas", "right"), Column("GPUs", "right")] if target else []
+    cols += [Column("$/M out tok", "right")] if priced else []
+    body = []
+    for r in ok:
+        line = [r["hardware"], r["tp"], r["quant"], r["kv_quant"], f"{r['max_rate_per_s']:.2f}",
+                f"{r['concurrency']:.0f}", fmt_rate(r["output_tok_s"]), fmt_s(r["ttft_p90_s"]), fmt_s(r["tpot_p90_s"])]
+        line += [r["replicas"], r["gpus"]] if target else []
+        line += [f"{r['usd_per_m_output_tokens']:.2f}" if "usd_per_m_output_tokens" in r else "-"] if priced else []
+        body.append(line)
+    target_text = f" · target {data['target_rate_per_s']} req/s" if target else ""
+    yield table(f"{data['model']} · {data['runtime']} · SLO TTFT <= {data['slo_ttft_s']} s and TPOT <= "
+                f"{data['slo_itl_s']} s for {data['attainment']:.0%} of requests · Poisson arrivals · "
+                f"{data['prompt']} -> {data['output']} tokens{target_text}", cols, body)
+    skipped = [r for r in rows if not r.get("max_rate_per_s")]
+    if skipped:
+        yield table("configurations left out", ["hardware", "GPUs", "weights", "KV", "why"],
+                    [(r["hardware"], r["tp"], r["quant"], r["kv_quant"], r.get("why", "")) for r in skipped])
+    lp = data["load_point"]
+    yield (f"each load point: max({lp['min_requests']} requests, {lp['min_arrival_s']:.0f} s of arrivals), the first "
+           f"{lp['warmup_share']:.0%} not counted; overloaded when the queue grows by > {lp['overload_share']:.0%} of "
+           f"the arrivals; bisection to {lp['rate_tolerance']:.0%}. 'in system': requests in flight at that rate "
+           f"(Little's law).")

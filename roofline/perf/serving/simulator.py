@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 from roofline.engine.core.sequence import Sequence
 from roofline.errors import RooflineError
 from roofline.perf.serving.deployment import Fleet, Router
-from roofline.perf.serving.metrics import Collector
+from roofline.perf.serving.metrics import Collector, SloMissed
 from roofline.perf.serving.replica import Replica, TokenSpace, new_sequence
 from roofline.perf.serving.workload import Request
 
@@ -36,6 +36,7 @@ class ServingResult:
     metrics: Collector
     fleet: Fleet
     extra: dict = field(default_factory=dict)
+    aborted: bool = False  # stopped early: more requests missed the SLO than the caller allowed
 
     def summary(self) -> dict:
         s = self.metrics.summary()
@@ -151,16 +152,20 @@ class Simulation:
 
 def simulate(fleet: Fleet, arrivals: Iterable[Request] | None = None, closed: ClosedLoop | None = None,
              slo_ttft_s: float | None = None, slo_itl_s: float | None = None,
-             fast_forward: bool = True, shared_prefixes: bool = True) -> ServingResult:
+             fast_forward: bool = True, shared_prefixes: bool = True, warmup_s: float = 0.0,
+             abort_after_misses: int | None = None) -> ServingResult:
     """Serve an open-loop/trace request stream (`arrivals`, sorted by time) or a closed loop of clients.
     `shared_prefixes` False: the stream's prompts share no tokens (no request names a prefix), so the prefix
     cache is skipped; True is always right, False only faster."""
     for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
         if v is not None and not v > 0:
             raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
-    metrics = Collector(slo_ttft_s, slo_itl_s)
+    metrics = Collector(slo_ttft_s, slo_itl_s, warmup_s, abort_after_misses)
     sim = Simulation(fleet, metrics, fast_forward, shared_prefixes)
-    sim.run(iter(arrivals) if arrivals is not None else None, closed)
+    try:
+        sim.run(iter(arrivals) if arrivals is not None else None, closed)
+    except SloMissed:
+        return ServingResult(metrics, fleet, aborted=True)
     if not metrics.finished:
         raise RooflineError("no request was served: the workload is empty")
     return ServingResult(metrics, fleet)
