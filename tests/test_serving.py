@@ -283,3 +283,20 @@ def test_capacity_cli_prices_and_replicas(short_points):
                            "rate_tolerance": 0.05}}
     parts = list(render_capacity(data, True, True))
     assert len(parts) == 2 + any(not r.get("max_rate_per_s") for r in rows)
+
+
+def test_validate_serving_smoke():
+    """The engine serves a Poisson trace and a closed loop for real (a 1-layer Llama-3.2-1B cut, on the CPU) and the
+    simulator predicts the same traces: every figure measured and predicted, the errors computed from them."""
+    pytest.importorskip("torch")
+    from roofline.calibrate.serving_validation import SPEC, serving_validation
+
+    spec = {**SPEC, "model": "llama-3.2-1b", "layers": 1, "vocab": 512, "requests": 8, "clients": 3,
+            "prompt": "uniform:16,48", "output": "uniform:4,8", "max_num_seqs": 4, "step_tokens": 64}
+    rows = serving_validation(STORE.hardware("host"), STORE, "cpu", "fp32", spec)
+    assert [r["trace"] for r in rows] == ["poisson", "closed_loop"]
+    for r in rows:
+        for k, measured in r["measured"].items():
+            predicted = r["predicted"][k]
+            assert measured > 0 and predicted > 0
+            assert r["error_pct"][k] == pytest.approx(100 * (predicted - measured) / measured)
