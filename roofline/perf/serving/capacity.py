@@ -186,7 +186,9 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
     s = best["result"].summary()
     return {**row, "max_rate_per_s": lo, "bracket_top_per_s": hi,
             "concurrency": lo * s["e2e_s"]["mean"],  # Little's law: requests in the system at that rate
-            "output_tok_s": s["output_tok_s"], "ttft_p90_s": s["ttft_s"]["p90"], "tpot_p90_s": s["tpot_s"]["p90"],
+            # sustained at that rate: every request's output tokens (the run's own figure also counts its drain)
+            "output_tok_s": lo * s["output_tokens_per_request"],
+            "ttft_p90_s": s["ttft_s"]["p90"], "tpot_p90_s": s["tpot_s"]["p90"],
             "attainment": best["attainment"], "kv_pool_tokens": s["kv_pool_tokens_per_replica"]}
 
 

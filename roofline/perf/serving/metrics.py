@@ -142,4 +142,5 @@ class Collector:
             "total_tok_s": rate(self.output_tokens + self.prompt_tokens),
             "goodput_requests_per_s": rate(self.good), "slo_attainment": self.good / self.finished if self.finished else 0.0,
             "preemptions": self.preemptions, "steps": self.steps,
+            "output_tokens_per_request": self.output_tokens / self.finished if self.finished else 0.0,
         }
