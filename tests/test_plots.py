@@ -1,5 +1,7 @@
 """Each plot renders to a real, non-trivial image file."""
 
+import json
+
 import pytest
 from conftest import run_cli
 
@@ -13,6 +15,7 @@ from roofline.report.plots import roofline_points
     ("roofline", "--model", "llama-3.3-70b", "--hw", "dgx-spark", "--quant", "nvfp4"),
     ("sweep", "--model", "qwen2.5-3b", "--hw", "dgx-spark", "--concurrency", "1,4,16,64,256,1024,4096"),
     ("memory", "--model", "llama-3.3-70b", "--hw", "dgx-spark,h100-sxm,b200", "--quant", "fp8", "--context", "32k"),
+    ("serve", "--model", "llama-3.1-8b", "--hw", "h100-sxm", "--rate", "30", "--requests", "200", "--runtime", "vllm"),
 ])
 @pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
 def test_plot_renders(tmp_path, args, suffix, magic):
@@ -40,3 +43,15 @@ def test_roofline_plot_points_are_predicts_steps(phase, gpus):
     assert whole["time_s"] == pytest.approx(report.time_s, rel=1e-9)
     assert whole["intensity"] == pytest.approx(report.arithmetic_intensity, rel=1e-9)
     assert ops and all(op["time_s"] <= whole["time_s"] for op in ops)
+
+
+def test_serve_plot_shows_the_run_it_simulated(tmp_path):
+    """The pictured series is the run's: a closed loop of 6 clients never has more than 6 requests in the system,
+    and a pool too small for them makes the queue and the KV use visible."""
+    out = run_cli("plot", "serve", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--concurrency", "6", "--requests",
+                  "12", "--prompt", "8k", "--output", "64", "-o", str(tmp_path / "s.svg"), "--json")
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert d["runtime"] == "generic" and d["points"] > 5
+    assert 0 < d["peak_running"] < 6 and 0 < d["peak_waiting"] <= 6 - d["peak_running"] + 1
+    assert 0.5 < d["peak_kv_use"] <= 1.0

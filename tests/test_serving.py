@@ -19,7 +19,7 @@ CARD, HW = STORE.model("llama-3.1-8b"), STORE.hardware("h100-sxm")
 
 
 def fleet(runtime="vllm", **kw):
-    return build_fleet(CARD, HW, make_workload(), policy_for(runtime), **kw)
+    return build_fleet(CARD, HW, make_workload(), policy_for(STORE.runtime(runtime)), **kw)
 
 
 def run(fl=None, prompt="lognormal:400,200", output="normal:100,30", requests=150, **kw):
@@ -39,13 +39,17 @@ def test_bulk_decode_stretches_equal_step_by_step():
     reqs = list(open_loop(30.0, 120, parse_lengths("p", "lognormal:300,200"), parse_lengths("o", "normal:80,30"), 3))
     fast, slow = (_flat(simulate(fl, reqs, fast_forward=f).summary()) for f in (True, False))
     assert fast == pytest.approx(slow, rel=1e-9)  # the same steps; only the order of float additions differs
+    # 8,192-token prompts arriving while another decodes: the prompt's last chunk is 1 token, run in a stretch
+    long = [Request(i * 0.02, 8192, 30) for i in range(4)]
+    fast, slow = (_flat(simulate(fl, long, fast_forward=f).summary()) for f in (True, False))
+    assert fast == pytest.approx(slow, rel=1e-9)
 
 
 def _flat(d: dict) -> dict:
     out = {}
     for k, v in d.items():
         if isinstance(v, dict):
-            out.update({f"{k}.{q}": x for q, x in v.items()})
+            out.update({f"{k}.{q}": x for q, x in v.items() if isinstance(x, (int, float))})
         elif isinstance(v, (int, float)):
             out[k] = v
     return out
@@ -92,7 +96,8 @@ def test_prefix_caching_cuts_prefill():
 
 def test_llama_cpp_slots_cap_the_running_batch():
     r = run(fleet("llama.cpp"), prompt="300", output="50", concurrency=10, requests=40)
-    assert max(n for _, n, _, _ in r.metrics.series) <= 4
+    slots = STORE.runtime("llama.cpp").profile.serving_policy()["parallel_slots"]
+    assert max(n for _, n, _, _ in r.metrics.series) <= slots < 10
     assert max(w for _, _, w, _ in r.metrics.series) > 0  # the rest wait for a slot
 
 
@@ -114,6 +119,44 @@ def test_serve_json_keys():
     for k in ("requests_per_s", "output_tok_s", "total_tok_s", "goodput_requests_per_s", "preemptions"):
         assert k in d
     assert d["goodput_requests_per_s"] <= d["requests_per_s"]
+
+
+def test_serve_takes_the_runtime_profile_and_its_version():
+    """--runtime NAME[@VERSION]: the scheduler limits come from the profile at that version, the step timer from
+    its efficiency; both outputs name the runtime."""
+    args = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "8", "--requests", "24",
+            "--prompt", "2000", "--output", "50", "--json")
+    new, old, generic = (json.loads(run_cli(*args, *extra).stdout)
+                         for extra in (("--runtime", "vllm"), ("--runtime", "vllm@0.6.0"), ()))
+    assert new["runtime"].startswith("vllm@") and old["runtime"] == "vllm@0.6.0" and generic["runtime"] == "generic"
+    assert new["scheduler"]["max_num_batched_tokens"] == 8192 and old["scheduler"]["max_num_batched_tokens"] == 512
+    assert not old["scheduler"]["chunked_prefill"]
+    assert "runtime profile vllm" in new["efficiency_source"] and "runtime profile" not in generic["efficiency_source"]
+    assert new["ttft_s"]["mean"] != generic["ttft_s"]["mean"]  # the profile's fitted efficiency times the steps
+    table = run_cli(*args[:-1], "--runtime", "sglang")
+    assert table.returncode == 0 and "sglang@" in table.stdout
+
+
+def test_runtime_that_cannot_run_the_format_is_one_line():
+    out = run_cli("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "2", "--requests", "4",
+                  "--runtime", "vllm", "--kv-quant", "q8_0")
+    assert out.returncode == 2 and "vLLM" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_sweep_is_the_closed_loop_with_the_static_batch_beside_it():
+    args = ("sweep", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--concurrency", "1,2,6", "--prompt", "8k",
+            "--output", "256", "--requests-per-client", "2", "--json")
+    closed = json.loads(run_cli(*args).stdout)
+    static = json.loads(run_cli(*args, "--static").stdout)
+    assert closed["mode"] == "closed_loop" and static["mode"] == "static"
+    one, two, six = closed["rows"]
+    assert one["static_ttft_s"] == static["rows"][0]["ttft_s"]  # the static batch, named as such
+    assert one["peak_running"] == 1 and two["peak_running"] == 2
+    # six 8.4k-token requests do not fit 24 GB beside 16 GB of weights: the closed loop queues them for KV
+    # blocks (all 12 served, throughput at its plateau) where the static batch can only say "out of memory"
+    assert not six["fits_in_memory"] and six["peak_running"] < 6 and six["queue_wait_mean_s"] > 0
+    assert six["requests"] == 12 and six["output_tok_s"] <= 1.05 * max(two["output_tok_s"], one["output_tok_s"] * 2)
+    assert six["ttft_p50_s"] > 3 * two["ttft_p50_s"]
 
 
 BASE = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--requests", "5")
@@ -167,21 +210,93 @@ def test_a_million_line_trace_streams(tmp_path):
         f.write("oops,1,1\n")
     tracemalloc.start()
     r = run(rate=None, trace=path, requests=300)  # reads 300 lines of 1,000,001
-    peak = tracemalloc.get_traced_memory()[1]
-    assert r.summary()["requests"] == 300
-    with pytest.raises(RooflineError, match="line 1000002"):
-        for _ in read_trace(path):  # the whole file, one line at a time
-            pass
+    run_peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]  # what the finished run still holds
+    rows = read_trace(path)
+    for _ in zip(range(200_000), rows):  # a fifth of the file, one line at a time
+        pass
+    read_peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
-    assert peak < 50e6  # the file is ~17 MB of text; nothing holds it whole
+    assert r.summary()["requests"] == 300 and run_peak < 50e6  # the file is ~17 MB of text
+    assert read_peak < 2e6  # 200,000 rows held would take ~30 MB: nothing keeps the lines read
+    with pytest.raises(RooflineError, match="line 1000002"):
+        for _ in rows:  # the rest, to the bad last line (tracemalloc off: it slows every allocation)
+            pass
 
 
-def test_capacity_finds_a_rate_meeting_the_slo():
-    from roofline.perf.serving.capacity import Config, search_config
+@pytest.fixture
+def short_points(monkeypatch):
+    """Capacity load points shortened for the test (the defaults: 500 requests / 60 s of arrivals)."""
+    from roofline.perf.serving import capacity
 
-    row = search_config(CARD, Config(HW, 1, "fp8", "fp8"), policy_for("vllm"), parse_lengths("p", "500"),
-                        parse_lengths("o", "100"), 0.5, 0.03, requests=60)
-    assert row["fits"] and row["max_rate_per_s"] > 0 and row["max_clients"] >= 1
-    strict = search_config(CARD, Config(HW, 1, "fp8", "fp8"), policy_for("vllm"), parse_lengths("p", "500"),
-                           parse_lengths("o", "100"), 0.5, 0.006, requests=60)
-    assert strict.get("max_rate_per_s", 0) < row["max_rate_per_s"]
+    monkeypatch.setattr(capacity, "MIN_REQUESTS", 120)
+    monkeypatch.setattr(capacity, "MIN_ARRIVAL_S", 8.0)
+    return capacity
+
+
+def test_capacity_finds_the_highest_rate_meeting_the_slo(short_points):
+    cap = short_points
+    p, o, rt = parse_lengths("p", "500"), parse_lengths("o", "100"), STORE.runtime("vllm")
+    row = cap.search_config(CARD, cap.Config(HW, 1, "fp8", "fp8"), rt, p, o, cap.Slo(0.5, 0.03))
+    assert row["fits"] and row["max_rate_per_s"] > 0 and row["bracket_top_per_s"] <= 1.06 * row["max_rate_per_s"]
+    assert row["attainment"] >= cap.ATTAINMENT and row["concurrency"] > 1
+    strict = cap.search_config(CARD, cap.Config(HW, 1, "fp8", "fp8"), rt, p, o, cap.Slo(0.5, 0.012))
+    assert 0 < strict["max_rate_per_s"] < row["max_rate_per_s"]
+    fleet = build_fleet(CARD, HW, make_workload(quant="fp8", kv_quant="fp8"), policy_for(rt))
+    above = cap.load_point(fleet, row["bracket_top_per_s"] * 1.3, p, o, cap.Slo(0.5, 0.03))
+    assert not above["meets"]
+    alone = cap.search_config(CARD, cap.Config(HW, 1, "bf16", "bf16"), rt, p, o, cap.Slo(0.5, 0.001))
+    assert alone["max_rate_per_s"] == 0 and "one request alone" in alone["why"] and alone["points"] == 0
+
+
+def test_overload_is_detected_without_an_slo_to_miss(short_points):
+    """Above the replica's saturation rate the queue grows for as long as requests arrive; below it, it does not."""
+    cap = short_points
+    p, o = parse_lengths("p", "500"), parse_lengths("o", "100")
+    fleet = build_fleet(CARD, HW, make_workload(), policy_for(STORE.runtime("vllm")))
+    top = cap.saturation_rate(fleet, p, o)
+    loose = cap.Slo(1e6, 1e6)
+    over, under = (cap.load_point(fleet, f * top, p, o, loose) for f in (2.0, 0.4))
+    assert over["overloaded"] and not over["meets"] and over["queue_growth"] > 0
+    assert not under["overloaded"] and under["meets"]
+
+
+def test_capacity_cli_prices_and_replicas(short_points):
+    from roofline.cli.serve_cmd import render_capacity
+
+    cap = short_points
+    cards = [STORE.hardware("rtx-4090"), STORE.hardware("a10")]
+    rows = cap.capacity(CARD, cards, STORE.runtime("vllm"), parse_lengths("p", "300"), parse_lengths("o", "50"), 1.0,
+                        0.05, target_rate=30.0, usd_per_gpu_hour=cap.parse_prices("rtx-4090=0.5", cards), workers=1)
+    assert len(rows) == 5  # 4090: bf16/fp8 weights x bf16/fp8 KV; A10: bf16 only
+    priced = [r for r in rows if r.get("usd_per_m_output_tokens")]
+    assert priced and all(r["hardware"] == "rtx-4090" for r in priced)
+    for r in priced:
+        assert r["replicas"] == -(-30.0 // r["max_rate_per_s"]) and r["gpus"] == r["replicas"] * r["tp"]
+        assert r["usd_per_m_output_tokens"] == pytest.approx(0.5 * r["tp"] / (r["output_tok_s"] * 3600) * 1e6)
+    with pytest.raises(RooflineError, match="usd-per-gpu-hour"):
+        cap.parse_prices("b200=3", cards)
+    data = {"model": CARD.name, "runtime": "vllm", "slo_ttft_s": 1.0, "slo_itl_s": 0.05, "attainment": 0.9,
+            "prompt": "300", "output": "50", "target_rate_per_s": 30.0, "configurations": rows,
+            "load_point": {"min_requests": 1, "min_arrival_s": 1, "warmup_share": 0.1, "overload_share": 0.05,
+                           "rate_tolerance": 0.05}}
+    parts = list(render_capacity(data, True, True))
+    assert len(parts) == 2 + any(not r.get("max_rate_per_s") for r in rows)
+
+
+def test_validate_serving_smoke():
+    """The engine serves a Poisson trace and a closed loop for real (a 1-layer Llama-3.2-1B cut, on the CPU) and the
+    simulator predicts the same traces: every figure measured and predicted, the errors computed from them."""
+    pytest.importorskip("torch")
+    from roofline.calibrate.serving_validation import SPEC, serving_validation
+
+    spec = {**SPEC, "model": "llama-3.2-1b", "layers": 1, "vocab": 512, "requests": 8, "clients": 3,
+            "prompt": "uniform:16,48", "output": "uniform:4,8", "max_num_seqs": 4, "step_tokens": 64}
+    rows = serving_validation(STORE.hardware("host"), STORE, "cpu", "fp32", spec)
+    assert [r["trace"] for r in rows] == ["poisson", "closed_loop"]
+    for r in rows:
+        for k, measured in r["measured"].items():
+            predicted = r["predicted"][k]
+            assert measured > 0 and predicted > 0
+            assert r["error_pct"][k] == pytest.approx(100 * (predicted - measured) / measured)

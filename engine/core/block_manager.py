@@ -94,15 +94,23 @@ class BlockManager:
         return self.blocks_needed(num_tokens) - len(seq.block_table) <= self.num_free
 
     def grow(self, seq: Sequence, num_tokens: int) -> None:
-        """Blocks for the sequence's first `num_tokens` tokens."""
-        while len(seq.block_table) < self.blocks_needed(num_tokens):
-            seq.block_table.append(self._take())
+        """Blocks for the sequence's first `num_tokens` tokens (each as `_take()` gives it, inlined: the hot path)."""
+        table = seq.block_table
+        more = -(-num_tokens // self.block_size) - len(table)
+        free, ref, published = self.free, self.ref_count, self.hash_of
+        for _ in range(more):
+            block = free.popleft()
+            if published:
+                self._unpublish(block)
+            ref[block] += 1
+            table.append(block)
 
     def publish(self, seq: Sequence) -> None:
         """After a step: publish every full, computed block so later prompts can reuse it."""
-        if not self.prefix_caching:
-            return
         full = seq.num_computed_tokens // self.block_size
+        if not self.prefix_caching:
+            seq.num_published_blocks = full  # nothing to offer; the count only spares later calls
+            return
         if full <= seq.num_published_blocks:
             return
         hashes = self._chain(seq, full)
@@ -114,11 +122,12 @@ class BlockManager:
 
     def free_seq(self, seq: Sequence) -> None:
         """Drop the sequence's references; blocks at zero return to the free list (keeping their hash)."""
+        ref, free = self.ref_count, self.free
         for block in reversed(seq.block_table):
-            self.ref_count[block] -= 1
-            assert self.ref_count[block] >= 0, f"double free of block {block}"
-            if self.ref_count[block] == 0:
-                self.free.append(block)
+            ref[block] -= 1
+            if ref[block] <= 0:
+                assert ref[block] == 0, f"double free of block {block}"
+                free.append(block)
         seq.block_table = []
         seq.num_computed_tokens = 0
         seq.num_published_blocks = 0

@@ -10,7 +10,7 @@ from roofline.engine.core.block_manager import BlockManager
 from roofline.engine.core.sequence import Sequence, Status
 
 
-@dataclass
+@dataclass(slots=True)
 class Scheduled:
     seq: Sequence
     num_tokens: int  # tokens of this sequence run in this step (1 for decode)
@@ -42,15 +42,17 @@ class Scheduler:
     def schedule(self) -> list[Scheduled]:
         """One step's work: running sequences first (decode or their next prefill chunk), then new ones."""
         out: list[Scheduled] = []
-        budget = self.max_step_tokens
+        budget, bs, running = self.max_step_tokens, self.blocks.block_size, Status.RUNNING
         for seq in list(self.running):
             if budget == 0:
                 break
-            if seq.status is not Status.RUNNING:
+            if seq.status is not running:
                 continue  # preempted earlier in this loop
-            n = min(seq.num_uncomputed, budget)
-            held = seq.num_computed_tokens + n
-            if -(-held // self.blocks.block_size) > len(seq.block_table) and not self._make_room(seq, held, out):
+            computed = seq.num_computed_tokens
+            n = len(seq.token_ids) - computed
+            if n > budget:
+                n = budget
+            if -(-(computed + n) // bs) > len(seq.block_table) and not self._make_room(seq, computed + n, out):
                 continue
             out.append(Scheduled(seq, n))
             budget -= n
@@ -86,6 +88,8 @@ class Scheduler:
         running = self.running
         if not running or len(running) > self.max_step_tokens:
             return 0
+        if self.waiting and self._admissible(self.waiting[0], self.max_step_tokens - len(running), False):
+            return 0
         k = None
         for s in running:
             n = len(s.token_ids)
@@ -93,8 +97,6 @@ class Scheduler:
                 return 0
             left = s.max_tokens - n + s.num_prompt_tokens  # tokens still to generate
             k = left if k is None or left < k else k
-        if self.waiting and self._admissible(self.waiting[0], self.max_step_tokens - len(running), False):
-            return 0
         if self._growth(k) <= self.blocks.num_free:
             return k
         lo, hi = 0, k  # the most steps whose block growth fits the free list (growth is monotone in steps)
@@ -108,8 +110,12 @@ class Scheduler:
 
     def _growth(self, steps: int) -> int:
         """Blocks the running sequences take over `steps` decode steps."""
-        need = self.blocks.blocks_needed
-        return sum(max(0, need(s.num_computed_tokens + steps) - len(s.block_table)) for s in self.running)
+        bs, total = self.blocks.block_size, 0
+        for s in self.running:
+            more = -(-(s.num_computed_tokens + steps) // bs) - len(s.block_table)
+            if more > 0:
+                total += more
+        return total
 
     def advance_decode(self, steps: int, token: int) -> list[Sequence]:
         """`steps` (<= decode_horizon()) pure-decode steps at once, `token` sampled each time: the state that as
@@ -128,7 +134,7 @@ class Scheduler:
             s.token_ids += extra
             if s.num_computed_tokens // bs > s.num_published_blocks:
                 publish(s)
-            if s.done:
+            if len(s.token_ids) - s.num_prompt_tokens >= s.max_tokens:  # s.done, inlined
                 self._retire(s)
                 done.append(s)
         return done
@@ -161,15 +167,16 @@ class Scheduler:
 
     def finish_step(self, work: list[Scheduled], sampled: dict[int, int]) -> list[Sequence]:
         """Record computed tokens and sampled ones; retire finished sequences. Returns those that finished."""
-        done, bs = [], self.blocks.block_size
+        done, bs, publish = [], self.blocks.block_size, self.blocks.publish
         for item in work:
             seq = item.seq
             seq.num_computed_tokens += item.num_tokens
-            if seq.seq_id in sampled:
-                seq.token_ids.append(sampled[seq.seq_id])
+            token = sampled.get(seq.seq_id)
+            if token is not None:
+                seq.token_ids.append(token)
             if seq.num_computed_tokens // bs > seq.num_published_blocks:
-                self.blocks.publish(seq)
-            if seq.done:
+                publish(seq)
+            if len(seq.token_ids) - seq.num_prompt_tokens >= seq.max_tokens:  # seq.done, inlined (the hot loop)
                 self._retire(seq)
                 done.append(seq)
         return done

@@ -1,9 +1,10 @@
-"""`roofline plot roofline|sweep|memory`: pictures of a prediction (matplotlib, imported only here)."""
+"""`roofline plot roofline|sweep|memory|serve`: pictures of a prediction or a simulated serving run (matplotlib,
+imported only here)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -104,3 +105,27 @@ def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="H
         runtime_efficiency(choice, card, h, wl)  # the runtime runs this hardware and these formats
     data = _plots().plot_memory(card, hws, wl, tokens("--context", context), _check_suffix(out))
     _done(out, {"runtime": runtime_label(choice), "hardware": data}, as_json)
+
+
+@app.command("serve", help="A simulated serving run over time: running batch, queue and KV pool use.")
+def serve_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
+               concurrency: Annotated[Optional[int], typer.Option(help="Closed loop: N clients.")] = None,
+               rate: Annotated[Optional[float], typer.Option(help="Open loop: requests per second.")] = None,
+               trace: Annotated[Optional[str], typer.Option(help="Trace file (CSV or JSONL).")] = None,
+               requests: Annotated[int, typer.Option(help="Requests to serve.")] = 1000,
+               prompt: Annotated[str, typer.Option(help="Tokens: N or a distribution, as `serve` takes.")] = "500",
+               output: Annotated[str, typer.Option(help="Tokens: N or a distribution.")] = "200",
+               burstiness: float = 1.0, seed: int = 0, quant: QuantOpt = None, kv_quant: KvOpt = None,
+               gpus: GpusOpt = 1, pp: PpOpt = 1, out: OutOpt = Path("serve.png"), as_json: JsonOpt = False,
+               cards: CardsOpt = None, runtime: RuntimeOpt = None):
+    from roofline.cli.serve_cmd import run_serve
+
+    path = _check_suffix(out)
+    result = run_serve(store(cards), model, hw, runtime, concurrency, rate, trace, requests, prompt, output,
+                       burstiness, None, None, seed, quant, kv_quant, gpus, pp)
+    s = result.summary()
+    load = {"closed_loop": f"{concurrency} clients", "open_loop": f"{rate} req/s"}.get(s["mode"], f"trace {trace}")
+    title = (f"{s['model']} on {s['hardware']} x{s['gpus']} · {s['runtime']} · {load} · {s['requests']} requests · "
+             f"KV pool {s['kv_pool_tokens_per_replica']:,} tokens")
+    data = _plots().plot_serve(result.metrics.series, path, title)
+    _done(out, {"runtime": s["runtime"], **data}, as_json)

@@ -8,15 +8,28 @@ from typing import Annotated, Optional
 
 import typer
 
-from roofline.cli.common import CardsOpt, GpusOpt, JsonOpt, KvOpt, PpOpt, QuantOpt, fmt_rate, fmt_s, store
+from roofline.cli.common import (
+    CardsOpt,
+    GpusOpt,
+    JsonOpt,
+    KvOpt,
+    PpOpt,
+    QuantOpt,
+    RuntimeOpt,
+    fmt_rate,
+    fmt_s,
+    kv_default,
+    runtime_choice,
+    runtime_efficiency,
+    runtime_label,
+    store,
+)
 from roofline.cli.output import Column, emit, table
 from roofline.errors import RooflineError
 from roofline.perf.serving.policy import policy_for
 from roofline.perf.serving.workload import parse_lengths
 from roofline.perf.workload import make_workload
 
-RuntimeOpt = Annotated[Optional[str], typer.Option("--runtime", help="Runtime whose scheduling limits to simulate: "
-                                                   "vllm, sglang, trtllm, llama.cpp, ollama, generic.")]
 LenOpt = Annotated[str, typer.Option(help="Tokens: N, uniform:LOW,HIGH, normal:MEAN,SD or lognormal:MEAN,SD.")]
 SloOpt = Annotated[Optional[float], typer.Option(help="SLO in seconds.")]
 DISTS = ("ttft_s", "itl_s", "tpot_s", "e2e_s", "queue_wait_s")
@@ -27,20 +40,23 @@ LABELS = {"ttft_s": "TTFT", "itl_s": "ITL (every gap)", "tpot_s": "TPOT (per req
 def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt, output, burstiness, slo_ttft,
               slo_itl, seed, quant, kv_quant, gpus, pp, replicas=1, router="round_robin", disagg=None,
               network_gbps=None):
-    """Options -> a ServingResult (shared by serve, sweep and plot serve)."""
+    """Options -> a ServingResult (shared by serve, sweep and plot serve). The runtime profile gives both the
+    scheduler's limits (its serving policy) and the step timer's efficiency."""
     from roofline.perf.serving.run import build_fleet, parse_disagg, serve
 
     card, hwc = st.model(model), st.hardware(hw)
-    wl = make_workload(quant=quant, kv_quant=kv_quant, tp=gpus, pp=pp)
+    choice = runtime_choice(st, runtime)
+    wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     if network_gbps is not None and not network_gbps > 0:
         raise RooflineError(f"--network-gbps: must be > 0, got {network_gbps}")
-    fleet = build_fleet(card, hwc, wl, policy_for(runtime), replicas, router.replace("-", "_"), parse_disagg(disagg),
-                        network_gbps * 1e9 / 8 if network_gbps else None)
+    eff = runtime_efficiency(choice, card, hwc, wl)
+    fleet = build_fleet(card, hwc, wl, policy_for(choice), replicas, router.replace("-", "_"), parse_disagg(disagg),
+                        network_gbps * 1e9 / 8 if network_gbps else None, eff=eff)
     trace_path = Path(trace) if trace else None
     result = serve(fleet, parse_lengths("--prompt", prompt), parse_lengths("--output", output), requests,
                    concurrency, rate, trace_path, burstiness, seed, slo_ttft, slo_itl)
     result.extra.update(model=card.name, hardware=hwc.name, quant=wl.quant or "native", kv_quant=wl.kv_quant, tp=wl.tp,
-                        pp=wl.pp)
+                        pp=wl.pp, efficiency_source=fleet.setup.eff.source)
     return result
 
 
@@ -58,7 +74,7 @@ def serve_cmd(
     burstiness: Annotated[float, typer.Option(help="Open loop: gamma shape of the gaps (1 = Poisson, <1 bursty).")] = 1.0,
     slo_ttft: SloOpt = None, slo_itl: SloOpt = None,
     seed: Annotated[int, typer.Option(help="Random seed (arrivals and lengths).")] = 0,
-    quant: QuantOpt = None, kv_quant: KvOpt = "bf16", gpus: GpusOpt = 1, pp: PpOpt = 1,
+    quant: QuantOpt = None, kv_quant: KvOpt = None, gpus: GpusOpt = 1, pp: PpOpt = 1,
     replicas: Annotated[int, typer.Option(help="Replicas behind the router.")] = 1,
     router: Annotated[str, typer.Option(help="round_robin, least_tokens or prefix.")] = "round_robin",
     disagg: Annotated[Optional[str], typer.Option(help="Prefill/decode disaggregation P:D replicas.")] = None,
@@ -95,41 +111,56 @@ def capacity_cmd(
     slo_itl: Annotated[float, typer.Option(help="ITL (time per output token) objective, seconds.")],
     runtime: RuntimeOpt = None,
     target_rate: Annotated[Optional[float], typer.Option(help="Requests/s the fleet must sustain.")] = None,
-    usd_per_gpu_hour: Annotated[Optional[float], typer.Option(help="Price of one GPU-hour, USD.")] = None,
+    usd_per_gpu_hour: Annotated[Optional[str], typer.Option(
+        help="Price of one GPU-hour in USD, for every card (3.5) or per card (h100-sxm=3.99,b200=6.69).")] = None,
     prompt: LenOpt = "500", output: LenOpt = "200",
-    requests: Annotated[int, typer.Option(help="Requests per simulated load point.")] = 200,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
-    """Search GPUs per replica, weight and KV formats for the highest rate and clients meeting the SLO."""
-    from roofline.perf.serving.capacity import ATTAINMENT, capacity
+    """Search GPUs per replica, weight and KV formats for the highest Poisson rate meeting the SLO."""
+    from roofline.perf.serving import capacity as cap
 
     st = store(cards)
     card = st.model(model)
+    choice = runtime_choice(st, runtime)
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
-    rows = capacity(card, hws, policy_for(runtime), parse_lengths("--prompt", prompt), parse_lengths("--output", output),
-                    slo_ttft, slo_itl, target_rate, usd_per_gpu_hour, requests, seed)
-    data = {"model": card.name, "runtime": policy_for(runtime).name, "slo_ttft_s": slo_ttft, "slo_itl_s": slo_itl,
-            "attainment": ATTAINMENT, "target_rate_per_s": target_rate, "configurations": rows}
+    prices = cap.parse_prices(usd_per_gpu_hour, hws)
+    rows = cap.capacity(card, hws, choice, parse_lengths("--prompt", prompt), parse_lengths("--output", output),
+                        slo_ttft, slo_itl, target_rate, prices, seed)
+    data = {"model": card.name, "runtime": runtime_label(choice), "slo_ttft_s": slo_ttft, "slo_itl_s": slo_itl,
+            "attainment": cap.ATTAINMENT, "prompt": prompt, "output": output, "target_rate_per_s": target_rate,
+            "load_point": {"min_requests": cap.MIN_REQUESTS, "min_arrival_s": cap.MIN_ARRIVAL_S,
+                           "warmup_share": cap.WARMUP_SHARE, "overload_share": cap.OVERLOAD_SHARE,
+                           "rate_tolerance": cap.RATE_TOLERANCE},
+            "configurations": rows}
+    emit(data, as_json, lambda: render_capacity(data, bool(target_rate), bool(prices)))
 
-    def render():
-        ok = sorted((r for r in rows if r.get("max_rate_per_s")), key=lambda r: -r["max_rate_per_s"] / r["tp"])
-        cols = ["hardware", Column("GPUs/replica", "right"), "weights", "KV", Column("max req/s", "right"),
-                Column("max clients", "right"), Column("output tok/s", "right")]
-        cols += [Column("replicas", "right"), Column("GPUs", "right")] if target_rate else []
-        cols += [Column("$/M out tok", "right")] if usd_per_gpu_hour else []
-        body = []
-        for r in ok:
-            line = [r["hardware"], r["tp"], r["quant"], r["kv_quant"], f"{r['max_rate_per_s']:.2f}", r["max_clients"],
-                    fmt_rate(r["output_tok_s"])]
-            line += [r["replicas"], r["gpus"]] if target_rate else []
-            line += [f"{r['usd_per_m_output_tokens']:.2f}"] if usd_per_gpu_hour else []
-            body.append(line)
-        yield table(f"{card.name} · {data['runtime']} · SLO TTFT <= {slo_ttft} s and TPOT <= {slo_itl} s for "
-                    f"{ATTAINMENT:.0%} of requests · {prompt} -> {output} tokens", cols, body)
-        skipped = [r for r in rows if not r.get("max_rate_per_s")]
-        if skipped:
-            yield table("configurations left out", ["hardware", "GPUs", "weights", "KV", "why"],
-                        [(r["hardware"], r["tp"], r["quant"], r["kv_quant"], r.get("why", "")) for r in skipped])
 
-    emit(data, as_json, render)
+def render_capacity(data: dict, target: bool, priced: bool):
+    rows = data["configurations"]
+    ok = sorted((r for r in rows if r.get("max_rate_per_s")), key=lambda r: -r["max_rate_per_s"] / r["tp"])
+    cols = ["hardware", Column("GPUs/replica", "right"), "weights", "KV", Column("max req/s", "right"),
+            Column("in system", "right"), Column("output tok/s", "right"), Column("TTFT p90", "right"),
+            Column("TPOT p90", "right")]
+    cols += [Column("replicas", "right"), Column("GPUs", "right")] if target else []
+    cols += [Column("$/M out tok", "right")] if priced else []
+    body = []
+    for r in ok:
+        line = [r["hardware"], r["tp"], r["quant"], r["kv_quant"], f"{r['max_rate_per_s']:.2f}",
+                f"{r['concurrency']:.0f}", fmt_rate(r["output_tok_s"]), fmt_s(r["ttft_p90_s"]), fmt_s(r["tpot_p90_s"])]
+        line += [r["replicas"], r["gpus"]] if target else []
+        line += [f"{r['usd_per_m_output_tokens']:.2f}" if "usd_per_m_output_tokens" in r else "-"] if priced else []
+        body.append(line)
+    target_text = f" · target {data['target_rate_per_s']} req/s" if target else ""
+    yield table(f"{data['model']} · {data['runtime']} · SLO TTFT <= {data['slo_ttft_s']} s and TPOT <= "
+                f"{data['slo_itl_s']} s for {data['attainment']:.0%} of requests · Poisson arrivals · "
+                f"{data['prompt']} -> {data['output']} tokens{target_text}", cols, body)
+    skipped = [r for r in rows if not r.get("max_rate_per_s")]
+    if skipped:
+        yield table("configurations left out", ["hardware", "GPUs", "weights", "KV", "why"],
+                    [(r["hardware"], r["tp"], r["quant"], r["kv_quant"], r.get("why", "")) for r in skipped])
+    lp = data["load_point"]
+    yield (f"each load point: max({lp['min_requests']} requests, {lp['min_arrival_s']:.0f} s of arrivals), the first "
+           f"{lp['warmup_share']:.0%} not counted; overloaded when the queue grows by > {lp['overload_share']:.0%} of "
+           f"the arrivals; bisection to {lp['rate_tolerance']:.0%}. 'in system': requests in flight at that rate "
+           f"(Little's law).")

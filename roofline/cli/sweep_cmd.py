@@ -46,8 +46,15 @@ def sweep_cmd(
     gpus: GpusOpt = 1, pp: PpOpt = 1, as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV rows.")] = False, cards: CardsOpt = None,
     runtime: RuntimeOpt = None,
+    static: Annotated[bool, typer.Option("--static", help="Time one static batch of N prompts arriving together "
+                                         "(the analytic predictor) instead of simulating N clients.")] = False,
+    requests_per_client: Annotated[int, typer.Option(help="Closed loop: requests each client sends.")] = 4,
+    seed: Annotated[int, typer.Option(help="Closed loop: random seed.")] = 0,
 ):
-    """Aggregate and per-request tok/s, ITL and TTFT as concurrency grows; stops where memory runs out."""
+    """Aggregate and per-request tok/s, ITL and TTFT as concurrency grows. By default N clients in a closed loop
+    (each sends its next request when the last completes) through the runtime's scheduler, with the static
+    batch's figures beside them as static_* columns; --static gives the static batch alone (stops where memory
+    runs out)."""
     check_formats(as_json, as_csv)
     st = store(cards)
     card, quant = model_and_quant(st, model, quant)
@@ -77,7 +84,24 @@ def sweep_cmd(
             f"per request on {capacity_label(hwc.memory.capacity_bytes, hwc.memory.capacity_binary)} "
             "(see `roofline fits` for every line)")
     data = {"model": card.name, "hardware": hwc.name, "runtime": runtime_label(choice), "prompt_tokens": wl.prompt_tokens,
-            "output_tokens": wl.output_tokens, "max_concurrency": limit, "rows": rows}
+            "output_tokens": wl.output_tokens, "max_concurrency": limit,
+            "mode": "static" if static else "closed_loop", "rows": rows}
+    if not static:
+        rows = data["rows"] = _closed_loop_rows(card, hwc, wl, choice, eff, levels, rows, requests_per_client, seed)
+
+    def render_closed():
+        cols = [Column(c, "right") for c in ("clients", "aggregate tok/s", "per-request tok/s", "TTFT p50", "TTFT p90",
+                                             "ITL p50", "peak batch", "static tok/s", "static TTFT")]
+        yield table(f"{card.name} on {hwc.name} · runtime {data['runtime']} · {wl.prompt_tokens}-token prompts → "
+                    f"{wl.output_tokens} tokens · closed loop of N clients, {requests_per_client} requests each "
+                    f"(static_*: one batch of N arriving together)", cols,
+                    [(r["concurrency"], fmt_rate(r["output_tok_s"]), fmt_rate(r["output_tok_s_per_request"]),
+                      fmt_s(r["ttft_p50_s"]), fmt_s(r["ttft_p90_s"]), fmt_s(r["itl_p50_s"]), r["peak_running"],
+                      fmt_rate(r["static_decode_tok_s_aggregate"]) if r["fits_in_memory"] else "OOM",
+                      fmt_s(r["static_ttft_s"]) if r["fits_in_memory"] else "OOM") for r in rows])
+        if limit < max(levels):
+            yield f"above {limit} clients requests wait for KV blocks: " + note
+
     def render():
         cols = [Column("concurrency", "right"), Column("aggregate tok/s", "right"), Column("per-request tok/s", "right"),
                 Column("ITL", "right"), Column("TTFT", "right"), Column("memory GB/GPU", "right")]
@@ -89,7 +113,27 @@ def sweep_cmd(
         if len(shown) < len(rows) or limit < 10**9:
             yield ("stopped: " if len(shown) < len(rows) else "") + note
 
-    emit(data, as_json, render, as_csv=as_csv, csv_rows=lambda: rows)
+    emit(data, as_json, render if static else render_closed, as_csv=as_csv, csv_rows=lambda: rows)
+
+
+STATIC_KEYS = ("decode_tok_s_aggregate", "decode_tok_s", "ttft_s", "itl_s")
+
+
+def _closed_loop_rows(card, hwc, wl, choice, eff, levels, static_rows, requests_per_client, seed) -> list[dict]:
+    """The closed-loop simulation at each level, with the static batch's figures as static_* columns."""
+    from roofline.perf.serving.policy import policy_for
+    from roofline.perf.serving.run import build_fleet, closed_loop_row
+    from roofline.perf.serving.workload import Lengths
+
+    fleet = build_fleet(card, hwc, wl, policy_for(choice), eff=eff)
+    prompt, output = Lengths("fixed", wl.prompt_tokens), Lengths("fixed", wl.output_tokens)
+    rows = []
+    for n, st in zip(levels, static_rows):
+        row = closed_loop_row(fleet, n, prompt, output, requests_per_client, seed)
+        row.update({f"static_{k}": st[k] for k in STATIC_KEYS}, fits_in_memory=st["fits_in_memory"],
+                   memory_per_gpu_bytes=st["memory_per_gpu_bytes"])
+        rows.append(row)
+    return rows
 
 
 def compare_cmd(

@@ -1,4 +1,5 @@
-"""Pictures: the roofline chart, the concurrency sweep, the memory budget. matplotlib is imported only here."""
+"""Pictures: the roofline chart, the concurrency sweep, the memory budget, a serving run over time. matplotlib is
+imported only here."""
 
 from __future__ import annotations
 
@@ -171,6 +172,29 @@ def plot_memory(card: ModelCard, hws: list[HardwareCard], wl: Workload, context:
     ax.grid(True, axis="y", alpha=0.25)
     _save(fig, path, plt)
     return out
+
+
+def plot_serve(series: list[tuple[float, int, int, float]], path: Path, title: str) -> dict:
+    """A simulated serving run over time: the running batch, the queue and the KV pool's use (one point per engine
+    step or pure-decode stretch, decimated; `series` as the serving metrics keep it: time s, running, waiting,
+    used share of the pool)."""
+    plt = _pyplot()
+    t, running, waiting, kv = (np.array(col, float) for col in zip(*series)) if series else ([], [], [], [])
+    fig, axes = plt.subplots(3, 1, figsize=(9, 7), dpi=110, sharex=True)
+    panels = ((running, "running batch", "tab:blue"), (waiting, "queue (waiting)", "tab:orange"),
+              (np.asarray(kv) * 100, "KV pool used (%)", "tab:green"))
+    for ax, (values, label, color) in zip(axes, panels):
+        ax.step(t, values, where="post", color=color, lw=1)
+        ax.fill_between(t, values, step="post", color=color, alpha=0.2)
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.25)
+    axes[2].set_ylim(0, 100)
+    axes[2].set_xlabel("simulated time (s)")
+    axes[0].set_title(title, fontsize=9)
+    _save(fig, path, plt)
+    return {"points": len(series), "peak_running": int(max(running, default=0)),
+            "peak_waiting": int(max(waiting, default=0)), "peak_kv_use": float(max(kv, default=0.0))}
 
 
 def _save(fig, path: Path, plt) -> None:

@@ -1,26 +1,45 @@
 """The capacity search: for each hardware card, GPUs per replica (tensor parallel), weight and KV format, the highest
-request rate and the most concurrent clients whose requests meet the SLO (DistServe's goodput: the rate at which
-at least `attainment` of requests meet both the TTFT and the ITL (TPOT) objective), the replicas a target rate
-needs, and the cost per million output tokens."""
+Poisson request rate whose requests meet the SLO (DistServe's goodput: at least `ATTAINMENT` of requests meet both
+the TTFT and the TPOT objective) without the queue growing, the concurrency that rate keeps in the system, the
+replicas a target rate needs, and the cost per million output tokens.
+
+Each load point serves max(MIN_REQUESTS, MIN_ARRIVAL_S x rate) requests; the first WARMUP_SHARE of the arrival
+span fills the batch and the KV pool and is not counted. A point fails when more than (1 - ATTAINMENT) of the
+counted requests miss the SLO (the run stops as soon as that is certain) or when the queue grows over the counted
+span by more than OVERLOAD_SHARE of its arrivals (the rate is above what the replica serves: TTFT diverges with a
+longer run). The rate is bracketed from an estimate of the replica's saturation rate, then bisected until the
+bracket is within RATE_TOLERANCE."""
 
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+
+import numpy as np
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
+from roofline.cards.runtime import RuntimeChoice
 from roofline.errors import RooflineError
-from roofline.perf.efficiency import expected_efficiency
-from roofline.perf.serving.policy import ServingPolicy
-from roofline.perf.serving.run import build_fleet, serve
-from roofline.perf.serving.workload import Lengths
+from roofline.perf.efficiency import check_runtime_supports, expected_efficiency
+from roofline.perf.serving.deployment import Fleet
+from roofline.perf.serving.policy import policy_for
+from roofline.perf.serving.run import build_fleet
+from roofline.perf.serving.simulator import ServingResult, simulate
+from roofline.perf.serving.workload import Lengths, open_loop
 from roofline.perf.workload import make_workload
 
 ATTAINMENT = 0.9  # DistServe's evaluation goal: 90% of requests within both SLOs
-RATE_STEPS = 6  # bisection steps on the rate (the bracket shrinks 64-fold)
+MIN_REQUESTS = 500  # requests per load point, at least
+MIN_ARRIVAL_S = 60.0  # seconds of simulated arrivals per load point, at least
+WARMUP_SHARE = 0.1  # share of the arrival span not counted (the batch and the pool filling from empty)
+OVERLOAD_SHARE = 0.05  # queue growth over the counted span, as a share of its arrivals, that marks overload
+RATE_TOLERANCE = 0.05  # bisection stops when the bracket's top is within 5% of its bottom
+MAX_POINTS = 16  # load points per configuration, at most (bracketing + bisection)
+FIRST_PROBE = 0.8  # the first rate tried, as a share of the saturation estimate (SLO rates are usually near it)
 TP_SIZES = (1, 2, 4, 8)
-MAX_CLIENTS = 256
 
 
 @dataclass
@@ -35,80 +54,198 @@ class Config:
         return f"{self.hw.name} tp{self.tp} {self.quant}/kv {self.kv_quant}"
 
 
-def candidates(card: ModelCard, hw: HardwareCard) -> list[Config]:
-    """TP sizes the node allows (dividing the heads) x weight formats the card's math supports x KV formats."""
+def candidates(card: ModelCard, hw: HardwareCard, runtime: RuntimeChoice | None = None) -> list[Config]:
+    """TP sizes the node allows (dividing the heads) x weight formats the card's math supports x KV formats (those
+    the runtime loads, when one is given)."""
     peaks = hw.peak_flops.as_dict()
     weights = ["bf16"] + (["fp8"] if "fp8" in peaks else []) + (["nvfp4"] if "fp4" in peaks else [])
     kvs = ["bf16"] + (["fp8"] if "fp8" in peaks else [])
+    if runtime is not None:
+        weights = [w for w in weights if w in runtime.profile.weight_formats]
+        kvs = [k for k in kvs if k in runtime.profile.kv_formats]
     heads = card.architecture.attention.num_heads if card.architecture.attention else 1
     linked = hw.interconnect.bandwidth_bytes_per_s_per_direction > 0
     tps = [t for t in TP_SIZES if t <= max(hw.interconnect.gpus_per_node, 1) and heads % t == 0 and (t == 1 or linked)]
     return [Config(hw, t, w, k) for t in tps for w in weights for k in kvs]
 
 
-def _meets(result, slo_ttft_s: float, slo_itl_s: float) -> bool:
-    return result.metrics.good >= ATTAINMENT * result.metrics.finished
+@dataclass
+class Slo:
+    ttft_s: float
+    itl_s: float
 
 
-def search_config(card, cfg: Config, policy: ServingPolicy, prompt: Lengths, output: Lengths, slo_ttft_s: float,
-                  slo_itl_s: float, requests: int, seed: int = 0) -> dict:
-    """Max sustainable rate and clients meeting the SLO for one configuration (or why it cannot run)."""
+def requests_at(rate: float) -> int:
+    return max(MIN_REQUESTS, math.ceil(MIN_ARRIVAL_S * rate))
+
+
+def load_point(fleet: Fleet, rate: float, prompt: Lengths, output: Lengths, slo: Slo, seed: int = 0) -> dict:
+    """One open-loop (Poisson) load point: whether it meets the SLO, whether the queue grows, what it measured."""
+    n = requests_at(rate)
+    span_s = n / rate
+    warmup_s = WARMUP_SHARE * span_s
+    counted = n - int(WARMUP_SHARE * n)
+    allowed = int((1 - ATTAINMENT) * counted)
+    r = simulate(fleet, open_loop(rate, n, prompt, output, seed), slo_ttft_s=slo.ttft_s, slo_itl_s=slo.itl_s,
+                 shared_prefixes=False, warmup_s=warmup_s, abort_after_misses=allowed)
+    point = {"rate_per_s": rate, "requests": n, "aborted": r.aborted}
+    if r.aborted:
+        return {**point, "meets": False, "overloaded": None, "why": f"more than {allowed} of {counted} requests "
+                                                                    f"missed the SLO"}
+    growth = queue_growth(r, warmup_s, span_s)
+    overloaded = growth > OVERLOAD_SHARE * rate * (span_s - warmup_s)
+    attained = r.metrics.good / max(r.metrics.finished, 1)
+    return {**point, "meets": attained >= ATTAINMENT and not overloaded, "overloaded": overloaded,
+            "queue_growth": growth, "attainment": attained, "result": r}
+
+
+def queue_growth(r: ServingResult, start_s: float, end_s: float) -> float:
+    """Requests waiting at `end_s` (the last arrival) minus those waiting at `start_s`, read off the time series."""
+    series = r.metrics.series or [(0.0, 0, 0, 0.0)]
+    t = np.array([p[0] for p in series])
+    waiting = [p[2] for p in series]
+    at = lambda x: float(waiting[max(int(np.searchsorted(t, x, side="right")) - 1, 0)])  # noqa: E731
+    return at(end_s) - at(start_s)
+
+
+def saturation_rate(fleet: Fleet, prompt: Lengths, output: Lengths) -> float:
+    """A rate the replica cannot exceed (requests/s), from its step timer: the fullest batch the pool and the
+    scheduler allow, each request paying its prefill alone plus its share of that batch's decode steps."""
+    s = fleet.setup
+    tokens = prompt.mean + output.mean
+    batch = max(1, min(s.policy.effective_max_seqs, int(s.num_blocks * s.policy.block_size_tokens // tokens)))
+    context = prompt.mean + output.mean / 2
+    decode_s = s.timer.step_seconds([int(context)] * batch, [], [], batch)
+    chunk = min(int(prompt.mean), s.policy.max_num_batched_tokens)
+    prefill_s = s.timer.step_seconds([], [chunk], [0], 1) * prompt.mean / chunk
+    return fleet.replicas / (output.mean * decode_s / batch + prefill_s)
+
+
+def alone_misses(fleet: Fleet, prompt: Lengths, output: Lengths, slo: Slo) -> str | None:
+    """Why one request alone (an idle replica) misses the SLO, or None: its prefill and its decode steps at batch 1,
+    from the step timer (no load can do better)."""
+    t, p, o = fleet.setup.timer, int(prompt.mean), int(output.mean)
+    chunk = min(p, fleet.setup.policy.max_num_batched_tokens)
+    ttft_s = t.step_seconds([], [chunk], [0], 1) * p / chunk
+    tpot_s = t.step_seconds([p + o // 2], [], [], 1)
+    if ttft_s > slo.ttft_s:
+        return f"one request alone: TTFT {ttft_s:.3g} s > {slo.ttft_s} s"
+    if tpot_s > slo.itl_s:
+        return f"one request alone: time per output token {tpot_s * 1e3:.3g} ms > {slo.itl_s * 1e3:.3g} ms"
+    return None
+
+
+def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, prompt: Lengths, output: Lengths,
+                  slo: Slo, seed: int = 0) -> dict:
+    """The highest rate meeting the SLO for one configuration (or why it cannot run)."""
     wl = make_workload(quant=cfg.quant, kv_quant=cfg.kv_quant, tp=cfg.tp)
-    row = {"hardware": cfg.hw.name, "tp": cfg.tp, "quant": cfg.quant, "kv_quant": cfg.kv_quant}
+    row = {"hardware": cfg.hw.name, "tp": cfg.tp, "gpus_per_replica": cfg.tp, "quant": cfg.quant,
+           "kv_quant": cfg.kv_quant}
     try:
-        fleet = build_fleet(card, cfg.hw, wl, policy, eff=expected_efficiency(cfg.hw))
+        check_runtime_supports(runtime, card, cfg.hw, wl.quant, wl.kv_quant)
+        fleet = build_fleet(card, cfg.hw, wl, policy_for(runtime), eff=expected_efficiency(cfg.hw, runtime))
     except RooflineError as err:
         return {**row, "fits": False, "why": str(err)}
-    run = lambda **kw: serve(fleet, prompt, output, seed=seed, slo_ttft_s=slo_ttft_s, slo_itl_s=slo_itl_s, **kw)  # noqa: E731
-    clients, best_clients, best = 1, 0, None
-    while clients <= min(MAX_CLIENTS, policy.effective_max_seqs):  # doubling: the most clients that meet the SLO
-        r = run(concurrency=clients, requests=max(requests // 4, 2 * clients))
-        if not _meets(r, slo_ttft_s, slo_itl_s):
+    alone = alone_misses(fleet, prompt, output, slo)
+    if alone:
+        return {**row, "fits": True, "max_rate_per_s": 0.0, "points": 0, "why": alone}
+    top = saturation_rate(fleet, prompt, output)
+    points: list[dict] = []
+
+    def probe(rate: float) -> dict:
+        p = load_point(fleet, rate, prompt, output, slo, seed)
+        points.append(p)
+        return p
+
+    lo, hi, best = 0.0, top, None
+    rate = FIRST_PROBE * top
+    while len(points) < MAX_POINTS:  # bracket: halve until a rate passes (or the SLO is out of reach)
+        p = probe(rate)
+        if p["meets"]:
+            lo, best = rate, p
             break
-        best_clients, best = clients, r
-        clients *= 2
-    if best is None:
-        return {**row, "fits": True, "max_rate_per_s": 0.0, "max_clients": 0,
-                "why": "one client alone misses the SLO"}
-    lo, hi, good = 0.0, best.summary()["requests_per_s"] * 2, None  # above the closed loop's rate at the SLO
-    for _ in range(RATE_STEPS):  # widen until a rate fails (the bracket's top), then bisect
-        r = run(rate=hi, requests=requests)
-        if not _meets(r, slo_ttft_s, slo_itl_s):
+        hi, rate = rate, rate / 2
+        if rate < top / 256:
             break
-        lo, good, hi = hi, r, hi * 2
-    for _ in range(RATE_STEPS if good is None or lo < hi else 0):
+    while best is not None and len(points) < MAX_POINTS and hi == top:  # the estimate's top passes: widen
+        p = probe(hi)
+        if not p["meets"]:
+            break
+        lo, best, hi = hi, p, hi * 2
+    while best is not None and len(points) < MAX_POINTS and hi > lo * (1 + RATE_TOLERANCE):
         mid = (lo + hi) / 2
-        r = run(rate=mid, requests=requests)
-        if _meets(r, slo_ttft_s, slo_itl_s):
-            lo, good = mid, r
+        p = probe(mid)
+        if p["meets"]:
+            lo, best = mid, p
         else:
             hi = mid
-    good = good or best
-    s = good.summary()
-    rate = lo if lo else s["requests_per_s"]
-    return {**row, "fits": True, "max_rate_per_s": rate, "max_clients": best_clients,
-            "output_tok_s": s["output_tok_s"], "ttft_p90_s": s["ttft_s"]["p90"], "tpot_p90_s": s["tpot_s"]["p90"],
-            "gpus_per_replica": cfg.tp}
+    row.update(fits=True, saturation_estimate_per_s=top, points=len(points),
+               simulated_requests=sum(p["requests"] for p in points))
+    if best is None:
+        return {**row, "max_rate_per_s": 0.0, "why": f"even {rate:.3g} req/s misses the SLO"}
+    s = best["result"].summary()
+    return {**row, "max_rate_per_s": lo, "bracket_top_per_s": hi,
+            "concurrency": lo * s["e2e_s"]["mean"],  # Little's law: requests in the system at that rate
+            # sustained at that rate: every request's output tokens (the run's own figure also counts its drain)
+            "output_tok_s": lo * s["output_tokens_per_request"],
+            "ttft_p90_s": s["ttft_s"]["p90"], "tpot_p90_s": s["tpot_s"]["p90"],
+            "attainment": best["attainment"], "kv_pool_tokens": s["kv_pool_tokens_per_replica"]}
 
 
-def capacity(card: ModelCard, hws: list[HardwareCard], policy: ServingPolicy, prompt: Lengths, output: Lengths,
-             slo_ttft_s: float, slo_itl_s: float, target_rate: float | None = None,
-             usd_per_gpu_hour: float | None = None, requests: int = 200, seed: int = 0) -> list[dict]:
+def parse_prices(text: str | None, hws: list[HardwareCard]) -> dict[str, float]:
+    """--usd-per-gpu-hour: one price for every card ('3.5') or per card ('h100-sxm=3.99,b200=6.69')."""
+    if not text:
+        return {}
+    names = {h.name for h in hws}
+    try:
+        if "=" not in text:
+            price = float(text)
+            out = dict.fromkeys(names, price)
+        else:
+            out = {}
+            for part in text.split(","):
+                name, _, value = part.partition("=")
+                out[name.strip()] = float(value)
+    except ValueError:
+        raise RooflineError(f"--usd-per-gpu-hour {text!r}: give a price like 3.5, or per card like "
+                            f"h100-sxm=3.99,b200=6.69") from None
+    unknown = set(out) - names
+    if unknown or min(out.values()) <= 0:
+        raise RooflineError(f"--usd-per-gpu-hour {text!r}: prices must be > 0, for cards among {', '.join(sorted(names))}")
+    return out
+
+
+def _search(args) -> dict:
+    return search_config(*args)
+
+
+def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | None, prompt: Lengths,
+             output: Lengths, slo_ttft_s: float, slo_itl_s: float, target_rate: float | None = None,
+             usd_per_gpu_hour: dict[str, float] | None = None, seed: int = 0, workers: int | None = None) -> list[dict]:
+    """Every candidate configuration's row, searched in `workers` processes (default: up to 2, one per core)."""
     for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
         if not v > 0:
             raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
     if target_rate is not None and not target_rate > 0:
         raise RooflineError(f"--target-rate: must be > 0 requests/s, got {target_rate}")
-    rows = []
-    for hw in hws:
-        for cfg in candidates(card, hw):
-            row = search_config(card, cfg, policy, prompt, output, slo_ttft_s, slo_itl_s, requests, seed)
-            if row.get("max_rate_per_s"):
-                if target_rate:
-                    row["replicas"] = math.ceil(target_rate / row["max_rate_per_s"])
-                    row["gpus"] = row["replicas"] * cfg.tp
-                if usd_per_gpu_hour:
-                    tok_per_hour = row["output_tok_s"] * 3600
-                    row["usd_per_m_output_tokens"] = usd_per_gpu_hour * cfg.tp / tok_per_hour * 1e6
-            rows.append(row)
+    slo = Slo(slo_ttft_s, slo_itl_s)
+    jobs = [(card, cfg, runtime, prompt, output, slo, seed) for hw in hws for cfg in candidates(card, hw, runtime)]
+    workers = workers or min(2, os.cpu_count() or 1, len(jobs))
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            rows = list(pool.map(_search, jobs))
+    else:
+        rows = [_search(j) for j in jobs]
+    prices = usd_per_gpu_hour or {}
+    for row in rows:
+        if not row.get("max_rate_per_s"):
+            continue
+        if target_rate:
+            row["replicas"] = math.ceil(target_rate / row["max_rate_per_s"])
+            row["gpus"] = row["replicas"] * row["tp"]
+        price = prices.get(row["hardware"])
+        if price:
+            # the replica's GPUs for an hour over the output tokens it serves in that hour at the max rate
+            row["usd_per_gpu_hour"] = price
+            row["usd_per_m_output_tokens"] = price * row["tp"] / (row["output_tok_s"] * 3600) * 1e6
     return rows

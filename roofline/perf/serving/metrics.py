@@ -29,7 +29,10 @@ class Histogram:
 
     def add(self, seconds, weight: float = 1.0) -> None:
         """One sample or a sequence of samples, each of weight `weight`."""
-        if np.ndim(seconds) == 0:
+        if isinstance(seconds, list):
+            self._values.extend(seconds)
+            self._weights.extend([weight] * len(seconds))
+        elif np.ndim(seconds) == 0:
             self._values.append(float(seconds))
             self._weights.append(weight)
         else:
@@ -62,10 +65,17 @@ class Histogram:
         return {"mean": mean, **{f"p{q}": self.percentile(q) for q in PERCENTILES}}
 
 
+class SloMissed(Exception):
+    """More requests missed the SLO than `Collector.abort_after_misses`: the load point has failed, stop early."""
+
+
 @dataclass
 class Collector:
     slo_ttft_s: float | None = None
     slo_itl_s: float | None = None
+    warmup_s: float = 0.0  # requests arriving before this are served but not counted (the pool filling up)
+    abort_after_misses: int | None = None  # raise SloMissed once this many counted requests miss the SLO
+    warmup_requests: int = 0
     ttft: Histogram = field(default_factory=Histogram)
     itl: Histogram = field(default_factory=Histogram)  # every inter-token gap (vLLM's ITL)
     tpot: Histogram = field(default_factory=Histogram)  # per request: (e2e - ttft) / (output - 1)
@@ -84,6 +94,9 @@ class Collector:
     _tick: int = 0
 
     def request_done(self, arrival_s, first_token_s, finish_s, queued_s, prompt, output, preemptions) -> None:
+        if arrival_s < self.warmup_s:
+            self.warmup_requests += 1
+            return
         ttft, e2e = first_token_s - arrival_s, finish_s - arrival_s
         tpot = (e2e - ttft) / (output - 1) if output > 1 else 0.0
         self.ttft.add(ttft)
@@ -101,6 +114,8 @@ class Collector:
         # the ITL SLO; vLLM's `bench serve --goodput` counts requests per second the same way
         if (self.slo_ttft_s is None or ttft <= self.slo_ttft_s) and (self.slo_itl_s is None or tpot <= self.slo_itl_s):
             self.good += 1
+        elif self.abort_after_misses is not None and self.finished - self.good > self.abort_after_misses:
+            raise SloMissed
 
     def sample(self, t: float, running: int, waiting: int, kv_use: float) -> None:
         """A point of the time series, every `series_every`-th call (doubling whenever the series fills)."""
@@ -127,4 +142,5 @@ class Collector:
             "total_tok_s": rate(self.output_tokens + self.prompt_tokens),
             "goodput_requests_per_s": rate(self.good), "slo_attainment": self.good / self.finished if self.finished else 0.0,
             "preemptions": self.preemptions, "steps": self.steps,
+            "output_tokens_per_request": self.output_tokens / self.finished if self.finished else 0.0,
         }

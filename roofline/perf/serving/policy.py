@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
+from roofline.cards.runtime import RuntimeChoice
 from roofline.errors import RooflineError
 
 MEMORY_POLICIES = ("preallocate", "on_demand", "per_slot")
@@ -35,7 +36,9 @@ class ServingPolicy:
 
     @classmethod
     def generic(cls) -> "ServingPolicy":
-        return cls(sources={"*": "vLLM-like defaults (see vllm()); a generic continuous-batching runtime"})
+        """No --runtime: a continuous-batching runtime with vLLM V1's defaults (runtimes/vllm.yaml states their
+        sources), prefix caching on."""
+        return cls(sources={"*": "vLLM V1 defaults, as runtimes/vllm.yaml gives them"})
 
     @classmethod
     def from_dict(cls, values: dict) -> "ServingPolicy":
@@ -51,64 +54,13 @@ class ServingPolicy:
         return self.parallel_slots or self.max_num_seqs
 
 
-# Defaults as each runtime ships them (the value a user gets without the flag), with the document stating each.
-PRESETS: dict[str, ServingPolicy] = {
-    "generic": ServingPolicy.generic(),
-    "vllm": ServingPolicy(
-        name="vllm", max_num_batched_tokens=8192, max_num_seqs=256, chunked_prefill=True, block_size_tokens=16,
-        prefix_caching=True, gpu_memory_utilization=0.9,
-        sources={"max_num_batched_tokens": "vLLM V1 engine args: chunked prefill on, 8192 tokens for the OpenAI "
-                                           "server (vllm/engine/arg_utils.py _set_default_args; docs.vllm.ai engine args)",
-                 "max_num_seqs": "docs.vllm.ai engine args: --max-num-seqs default 256",
-                 "block_size_tokens": "docs.vllm.ai engine args: --block-size default 16 on CUDA",
-                 "gpu_memory_utilization": "docs.vllm.ai engine args: --gpu-memory-utilization default 0.9",
-                 "prefix_caching": "vLLM V1: --enable-prefix-caching on by default"}),
-    "sglang": ServingPolicy(
-        name="sglang", max_num_batched_tokens=8192, max_num_seqs=1024, chunked_prefill=True, block_size_tokens=1,
-        prefix_caching=True, gpu_memory_utilization=0.88,
-        sources={"max_num_batched_tokens": "SGLang server args: --chunked-prefill-size 8192 on large-memory GPUs "
-                                           "(sglang/srt/server_args.py)",
-                 "max_num_seqs": "SGLang --max-running-requests: derived from the KV pool; 1024 as a cap here "
-                                 "(uncertain: no fixed default)",
-                 "block_size_tokens": "SGLang --page-size default 1 (token-level RadixAttention)",
-                 "gpu_memory_utilization": "SGLang --mem-fraction-static: derived per GPU, ~0.88 on 80 GB parts "
-                                           "(uncertain: computed at start-up)"}),
-    "trtllm": ServingPolicy(
-        name="trtllm", max_num_batched_tokens=8192, max_num_seqs=2048, chunked_prefill=True, block_size_tokens=32,
-        prefix_caching=True, gpu_memory_utilization=0.9,
-        sources={"max_num_batched_tokens": "trtllm-serve --max_num_tokens default 8192 (TensorRT-LLM docs, "
-                                           "commands/trtllm-serve)",
-                 "max_num_seqs": "trtllm-serve --max_batch_size default 2048 (TensorRT-LLM docs; 256 in some "
-                                 "releases: uncertain)",
-                 "block_size_tokens": "KvCacheConfig tokens_per_block 32 (TensorRT-LLM llm_args)",
-                 "gpu_memory_utilization": "kv_cache_free_gpu_memory_fraction default 0.9 (of free memory after "
-                                           "weights; applied here to the whole GPU)"}),
-    "llama.cpp": ServingPolicy(
-        name="llama.cpp", max_num_batched_tokens=2048, max_num_seqs=4, chunked_prefill=True, block_size_tokens=1,
-        parallel_slots=4, slot_context_tokens=1024, prefix_caching=False, memory_policy="per_slot",
-        default_context_tokens=4096,
-        sources={"max_num_batched_tokens": "llama-server -b/--batch-size default 2048 (tools/server/README.md)",
-                 "parallel_slots": "llama-server -np/--parallel default -1 = auto, 4 slots (tools/server/README.md; "
-                                   "ggml-org/llama.cpp issue #17989)",
-                 "slot_context_tokens": "-c 4096 split over the 4 slots (n_ctx_seq = n_ctx / n_seq_max, "
-                                        "src/llama-context.cpp)",
-                 "default_context_tokens": "llama-server -c/--ctx-size 4096 (uncertain: 0 = the model's in newer "
-                                           "builds)"}),
-    "ollama": ServingPolicy(
-        name="ollama", max_num_batched_tokens=512, max_num_seqs=1, chunked_prefill=True, block_size_tokens=1,
-        parallel_slots=1, slot_context_tokens=4096, prefix_caching=False, memory_policy="per_slot",
-        default_context_tokens=4096,
-        sources={"parallel_slots": "Ollama FAQ: OLLAMA_NUM_PARALLEL default 1 (uncertain: older releases chose "
-                                   "4 or 1 by memory)",
-                 "default_context_tokens": "Ollama FAQ: default context window 4096 tokens (num_ctx)",
-                 "max_num_batched_tokens": "Ollama num_batch default 512 (api docs, Modelfile parameters)"}),
-}
-
-
-def policy_for(runtime: str | None) -> ServingPolicy:
-    """The preset for a runtime name (None: generic)."""
-    key = (runtime or "generic").lower().replace("llamacpp", "llama.cpp").replace("llama-cpp", "llama.cpp")
-    key = {"tensorrt-llm": "trtllm", "trt-llm": "trtllm"}.get(key, key)
-    if key not in PRESETS:
-        raise RooflineError(f"--runtime {runtime}: use one of {', '.join(PRESETS)}")
-    return PRESETS[key]
+def policy_for(choice: RuntimeChoice | None) -> ServingPolicy:
+    """The serving policy of a runtime profile at the chosen version (`RuntimeProfile.serving_policy`: the
+    profile YAML is the one source of these limits), named by its label ('vllm@0.8.0+'); None: generic."""
+    if choice is None:
+        return ServingPolicy.generic()
+    values = choice.profile.serving_policy(choice.version or choice.range_start)
+    # per-slot runtimes (llama.cpp, Ollama) keep each slot's own context: no block cache shared across requests
+    caching = values.get("memory_policy") != "per_slot"
+    return ServingPolicy.from_dict({**values, "name": choice.label, "prefix_caching": caching,
+                                    "sources": {"*": f"runtimes/{choice.profile.name}.yaml (scheduler, memory)"}})

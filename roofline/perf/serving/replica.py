@@ -86,10 +86,13 @@ class ReplicaSetup:
 
 
 class Replica:
-    def __init__(self, setup: ReplicaSetup, metrics: Collector, fast_forward: bool = True):
+    def __init__(self, setup: ReplicaSetup, metrics: Collector, fast_forward: bool = True,
+                 shared_prefixes: bool = True):
         p = setup.policy
         self.setup, self.metrics, self.fast_forward = setup, metrics, fast_forward
-        caching = p.prefix_caching and not setup.card.architecture.mamba2  # recurrent state is not per block
+        # recurrent state is not per block; and prompts that share no tokens never hit the cache, so a stream
+        # without shared prefixes skips the hashing (the same blocks are taken in the same order either way)
+        caching = p.prefix_caching and not setup.card.architecture.mamba2 and shared_prefixes
         slots = p.effective_max_seqs if setup.card.architecture.mamba2 else 0
         self.blocks = BlockManager(setup.num_blocks, p.block_size_tokens, caching)
         self.scheduler = Scheduler(self.blocks, p.effective_max_seqs, p.max_num_batched_tokens, slots,
@@ -129,15 +132,16 @@ class Replica:
         start = self.now
         decode_ctx, pre_n, pre_c, samplers = [], [], [], []
         for w in work:
-            s = w.seq
-            if not hasattr(s, "start_s"):
+            s, n = w.seq, w.num_tokens
+            computed = s.num_computed_tokens
+            if s.start_s is None:
                 s.start_s = start
-            if w.num_tokens == 1:
-                decode_ctx.append(s.num_computed_tokens)
+            if n == 1:
+                decode_ctx.append(computed)
             else:
-                pre_n.append(w.num_tokens)
-                pre_c.append(s.num_computed_tokens)
-            if w.samples:
+                pre_n.append(n)
+                pre_c.append(computed)
+            if computed + n == len(s.token_ids):  # Scheduled.samples: the chunk reaches the end
                 samplers.append(s)
         dt = self.setup.timer.step_seconds(decode_ctx, pre_n, pre_c, len(samplers))
         self.now = end = start + dt
@@ -151,20 +155,25 @@ class Replica:
         if gaps:
             self.metrics.itl.add(gaps)
         self.metrics.steps += 1
-        done = sched.finish_step(work, {s.seq_id: 0 for s in samplers})
+        done = sched.finish_step(work, dict.fromkeys([s.seq_id for s in samplers], 0))
         self.metrics.sample(end, len(sched.running), len(sched.waiting), self.kv_use())
         return self._finish(done)
 
     def _decode_run(self, horizon: int, until: float) -> list[Sequence]:
         running = list(self.scheduler.running)
-        contexts = np.fromiter((s.num_computed_tokens for s in running), float, len(running))
+        contexts = np.array([s.num_computed_tokens for s in running], dtype=float)
         durations = self.setup.timer.decode_run_seconds(contexts, horizon)
         ends = self.now + np.cumsum(durations)
         starts = ends - durations
         steps = max(1, min(horizon, int(np.searchsorted(starts, until, side="left"))))
         ends, durations = ends[:steps], durations[:steps]
-        last = np.fromiter((s.last_emit_s for s in running), float, len(running))
-        self.metrics.itl.add((ends[0] - last).tolist())  # each sequence's first gap: since its own last token
+        first, gaps = float(ends[0]), []
+        for s in running:  # each one's first gap: since its own last token
+            if s.first_s is None:  # a prompt whose last chunk is one token, run as a decode in the first step
+                s.first_s = first
+            else:
+                gaps.append(first - s.last_emit_s)
+        self.metrics.itl.add(gaps)
         if steps > 1:
             self.metrics.itl.add(durations[1:].tolist(), len(running))
         done = self.scheduler.advance_decode(steps, 0)
@@ -184,13 +193,17 @@ class Replica:
 
 class TokenSpace:
     """Token ids for simulated prompts: a shared prefix gets the same ids in every request that names it, the
-    rest ids no other request uses (so the prefix cache hits exactly where prompts really share tokens)."""
+    rest ids no other request uses (so the prefix cache hits exactly where prompts really share tokens). With
+    `shared_prefixes` False nothing hashes the ids: they are all 0 (a list built in one C call)."""
 
-    def __init__(self):
+    def __init__(self, shared_prefixes: bool = True):
         self._next = 1
         self._prefix: dict[str, int] = {}
+        self.shared_prefixes = shared_prefixes
 
     def prompt(self, req: Request) -> list[int]:
+        if not self.shared_prefixes:
+            return [0] * req.prompt_tokens
         shared = []
         if req.prefix_id is not None and req.prefix_tokens:
             base = self._prefix.setdefault(req.prefix_id, -(len(self._prefix) + 1) << 32)
@@ -203,5 +216,5 @@ class TokenSpace:
 
 def new_sequence(req: Request, tokens: list[int], arrival_s: float) -> Sequence:
     seq = Sequence(tokens, req.output_tokens)
-    seq.req, seq.arrival_s, seq.first_s, seq.last_emit_s = req, arrival_s, None, arrival_s
+    seq.req, seq.arrival_s, seq.first_s, seq.last_emit_s, seq.start_s = req, arrival_s, None, arrival_s, None
     return seq

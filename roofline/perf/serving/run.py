@@ -15,6 +15,8 @@ from roofline.perf.serving.policy import ServingPolicy
 from roofline.perf.serving.replica import ReplicaSetup
 from roofline.perf.serving.simulator import ClosedLoop, ServingResult, simulate
 from roofline.perf.serving.workload import Lengths, closed_loop_requests, open_loop, read_trace
+
+REQUESTS_PER_CLIENT = 4  # a closed-loop sweep level serves this many requests per client (the first are warm-up)
 from roofline.perf.workload import Workload
 
 
@@ -55,14 +57,32 @@ def serve(fleet: Fleet, prompt: Lengths, output: Lengths, requests: int, concurr
         if concurrency < 1:
             raise RooflineError(f"--concurrency: needs at least 1 client, got {concurrency}")
         closed = ClosedLoop(concurrency, closed_loop_requests(requests, prompt, output, seed))
-        result = simulate(fleet, closed=closed, slo_ttft_s=slo_ttft_s, slo_itl_s=slo_itl_s)
+        result = simulate(fleet, closed=closed, slo_ttft_s=slo_ttft_s, slo_itl_s=slo_itl_s, shared_prefixes=False)
         result.extra.update(mode="closed_loop", concurrency=concurrency)
     elif rate is not None:
         result = simulate(fleet, open_loop(rate, requests, prompt, output, seed, burstiness), slo_ttft_s=slo_ttft_s,
-                          slo_itl_s=slo_itl_s)
+                          slo_itl_s=slo_itl_s, shared_prefixes=False)
         result.extra.update(mode="open_loop", rate_per_s=rate, burstiness=burstiness)
     else:
         result = simulate(fleet, itertools.islice(read_trace(trace), requests), slo_ttft_s=slo_ttft_s,
                           slo_itl_s=slo_itl_s)
         result.extra.update(mode="trace", trace=str(trace))
     return result
+
+
+def closed_loop_row(fleet: Fleet, clients: int, prompt: Lengths, output: Lengths,
+                    requests_per_client: int = REQUESTS_PER_CLIENT, seed: int = 0) -> dict:
+    """One `sweep --concurrency` level: N clients each sending its next request when the last completes (as
+    `vllm bench serve --max-concurrency N` runs), summarised as the sweep's row."""
+    if requests_per_client < 1:
+        raise RooflineError(f"--requests-per-client: must be >= 1, got {requests_per_client}")
+    r = serve(fleet, prompt, output, requests_per_client * clients, concurrency=clients, seed=seed)
+    s = r.summary()
+    tpot = s["tpot_s"]["mean"]
+    return {"concurrency": clients, "output_tok_s": s["output_tok_s"],
+            "output_tok_s_per_request": 1 / tpot if tpot > 0 else float("nan"),
+            "requests_per_s": s["requests_per_s"], "ttft_p50_s": s["ttft_s"]["p50"], "ttft_p90_s": s["ttft_s"]["p90"],
+            "itl_p50_s": s["itl_s"]["p50"], "itl_p90_s": s["itl_s"]["p90"], "tpot_mean_s": tpot,
+            "e2e_mean_s": s["e2e_s"]["mean"], "queue_wait_mean_s": s["queue_wait_s"]["mean"],
+            "peak_running": max((n for _, n, _, _ in r.metrics.series), default=0), "preemptions": s["preemptions"],
+            "requests": s["requests"]}

@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 from roofline.engine.core.sequence import Sequence
 from roofline.errors import RooflineError
 from roofline.perf.serving.deployment import Fleet, Router
-from roofline.perf.serving.metrics import Collector
+from roofline.perf.serving.metrics import Collector, SloMissed
 from roofline.perf.serving.replica import Replica, TokenSpace, new_sequence
 from roofline.perf.serving.workload import Request
 
@@ -36,26 +36,31 @@ class ServingResult:
     metrics: Collector
     fleet: Fleet
     extra: dict = field(default_factory=dict)
+    aborted: bool = False  # stopped early: more requests missed the SLO than the caller allowed
 
     def summary(self) -> dict:
         s = self.metrics.summary()
-        gpus = self.fleet.gpus
+        gpus, p = self.fleet.gpus, self.fleet.setup.policy
         s.update(gpus=gpus, output_tok_s_per_gpu=s["output_tok_s"] / gpus, replicas=self.fleet.replicas,
-                 kv_pool_tokens_per_replica=self.fleet.setup.num_blocks * self.fleet.setup.policy.block_size_tokens,
-                 runtime=self.fleet.setup.policy.name, **self.extra)
+                 kv_pool_tokens_per_replica=self.fleet.setup.num_blocks * p.block_size_tokens,
+                 runtime=p.name, scheduler={"max_num_batched_tokens": p.max_num_batched_tokens,
+                                            "max_num_seqs": p.effective_max_seqs, "chunked_prefill": p.chunked_prefill,
+                                            "block_size_tokens": p.block_size_tokens,
+                                            "prefix_caching": p.prefix_caching, "memory_policy": p.memory_policy},
+                 **self.extra)
         return s
 
 
 class Simulation:
-    def __init__(self, fleet: Fleet, metrics: Collector, fast_forward: bool = True):
+    def __init__(self, fleet: Fleet, metrics: Collector, fast_forward: bool = True, shared_prefixes: bool = True):
         self.fleet, self.metrics = fleet, metrics
-        self.decode = [Replica(fleet.setup, metrics, fast_forward) for _ in range(fleet.replicas)]
-        self.prefill = [Replica(fleet.prefill_setup, metrics, fast_forward) for _ in range(fleet.prefill_replicas)] \
-            if fleet.prefill_setup is not None else []
+        self.decode = [Replica(fleet.setup, metrics, fast_forward, shared_prefixes) for _ in range(fleet.replicas)]
+        self.prefill = [Replica(fleet.prefill_setup, metrics, fast_forward, shared_prefixes)
+                        for _ in range(fleet.prefill_replicas)] if fleet.prefill_setup is not None else []
         self.router = Router(fleet.router, self.decode)
         self.prefill_router = Router("least_tokens", self.prefill) if self.prefill else None
         self.replicas = self.prefill + self.decode
-        self.tokens = TokenSpace()
+        self.tokens = TokenSpace(shared_prefixes)
         self.events: list = []  # (time, order, kind, payload)
         self._order = itertools.count()
         self.limit = min(r.setup.max_request_tokens for r in self.replicas)
@@ -147,14 +152,20 @@ class Simulation:
 
 def simulate(fleet: Fleet, arrivals: Iterable[Request] | None = None, closed: ClosedLoop | None = None,
              slo_ttft_s: float | None = None, slo_itl_s: float | None = None,
-             fast_forward: bool = True) -> ServingResult:
-    """Serve an open-loop/trace request stream (`arrivals`, sorted by time) or a closed loop of clients."""
+             fast_forward: bool = True, shared_prefixes: bool = True, warmup_s: float = 0.0,
+             abort_after_misses: int | None = None) -> ServingResult:
+    """Serve an open-loop/trace request stream (`arrivals`, sorted by time) or a closed loop of clients.
+    `shared_prefixes` False: the stream's prompts share no tokens (no request names a prefix), so the prefix
+    cache is skipped; True is always right, False only faster."""
     for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
         if v is not None and not v > 0:
             raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
-    metrics = Collector(slo_ttft_s, slo_itl_s)
-    sim = Simulation(fleet, metrics, fast_forward)
-    sim.run(iter(arrivals) if arrivals is not None else None, closed)
+    metrics = Collector(slo_ttft_s, slo_itl_s, warmup_s, abort_after_misses)
+    sim = Simulation(fleet, metrics, fast_forward, shared_prefixes)
+    try:
+        sim.run(iter(arrivals) if arrivals is not None else None, closed)
+    except SloMissed:
+        return ServingResult(metrics, fleet, aborted=True)
     if not metrics.finished:
         raise RooflineError("no request was served: the workload is empty")
     return ServingResult(metrics, fleet)

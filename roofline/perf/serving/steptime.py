@@ -74,6 +74,7 @@ class StepTimer:
         self._prefill = self._context_table(Step("prefill", n, 1, c))  # (fields, n, contexts)
         self._ngrid_list, self._cgrid_list = self.ngrid.tolist(), self.cgrid.tolist()
         self._linear = [self._linear_cost(tpl) for tpl in self._templates]
+        self._affine = self._affine_decode()
 
     # --- tables -----------------------------------------------------------------------------------------------
 
@@ -101,10 +102,27 @@ class StepTimer:
                 for i in self._ctx_index for f in FIELDS]
         return np.array(rows) if rows else np.zeros((0, *shape))
 
+    def _affine_decode(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(intercept, slope) per field when every decode context op is affine in the context over the whole grid
+        (full attention: FLOPs and KV bytes grow by the same amount per cached token), else None (windows, MLA's
+        steps, ...). Then a batch's sum needs only the sum of its contexts: sum_i f(c_i) = B a + b sum_i c_i."""
+        t, c = self._decode, self.cgrid
+        if t.shape[0] == 0:
+            return None
+        slope = (t[:, -1] - t[:, 0]) / (c[-1] - c[0])
+        fit = t[:, :1] + slope[:, None] * (c[None, :] - c[0])
+        if not np.allclose(fit, t, rtol=1e-9, atol=1e-9 * float(np.abs(t).max() or 1.0)):
+            return None
+        return t[:, 0] - slope * c[0], slope
+
     # --- one step ---------------------------------------------------------------------------------------------
 
     def _decode_sum(self, contexts: np.ndarray) -> np.ndarray:
         """Context-op fields summed over decode sequences; `contexts` (B,) or (B, k) -> (fields,) or (fields, k)."""
+        if self._affine is not None:
+            a, b = self._affine
+            total = contexts.sum(axis=0)
+            return np.multiply.outer(b, total) + np.multiply.outer(a, np.full(np.shape(total), len(contexts)))
         i, f = _locate(self.cgrid, contexts)
         vals = self._decode[:, i] * (1 - f) + self._decode[:, i + 1] * f
         return vals.sum(axis=1)
@@ -174,8 +192,13 @@ class StepTimer:
     def decode_run_seconds(self, contexts: np.ndarray, steps: int) -> np.ndarray:
         """Seconds of each of `steps` pure-decode steps of the sequences at `contexts` (each step one token more)."""
         b = len(contexts)
-        ctx = np.asarray(contexts, dtype=float)[:, None] + np.arange(steps)[None, :]
-        totals = self._decode_sum(ctx)  # (fields, steps)
+        if self._affine is not None:  # only the batch's context sum matters: it grows by b per step
+            a, slope = self._affine
+            total = float(np.sum(contexts)) + b * np.arange(steps, dtype=float)
+            totals = np.multiply.outer(slope, total) + (a * b)[:, None]
+        else:
+            ctx = np.asarray(contexts, dtype=float)[:, None] + np.arange(steps)[None, :]
+            totals = self._decode_sum(ctx)  # (fields, steps)
         return self._token_s(b) + self._lm(b) + self._context_s(totals, np.full(steps, float(b)))
 
     def _lm(self, samples: int) -> float:
