@@ -11,6 +11,7 @@ EXPECT = {
     "decode_ceilings.py": ["llama-3.1-8b", "59.4", "73.6", "6.7"],
     "request_trace.py": ["TTFT", "decode", "total", "seed: 38"],
     "concurrency_sweep.py": ["qwen2.5-3b bf16 on dgx-spark", "1462.30", "gemma-4-31b nvfp4"],
+    "serving_seed_tables.py": ["runtime vllm", "| qwen2.5-3b | bf16 | 64 | 1,462.30 |", "points within 15%"],
 }
 
 
