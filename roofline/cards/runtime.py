@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from roofline.cards.formats import kv_format as _kv_format
 from roofline.cards.formats import weight_format as _weight_format
+from roofline.cards.schema import Strict
 from roofline.errors import UnknownNameError
 
 Fraction = float  # (0, 1], checked by EfficiencyOverrides
@@ -29,11 +30,7 @@ NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "kern
 SCOPE_KINDS = ("gpu", "soc", "apple", "cpu", "accelerator")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class EfficiencyOverrides(_Strict):
+class EfficiencyOverrides(Strict):
     """Fractions of the datasheet peaks (0 < x <= 1) and overheads (seconds >= 0); None = keep the lower scope's."""
 
     memory: float | None = None
@@ -76,7 +73,7 @@ class EfficiencyOverrides(_Strict):
         return {k: v for k, v in self.model_dump(exclude={"compute_by_format"}).items() if v is not None}
 
 
-class Scheduler(_Strict):
+class Scheduler(Strict):
     """RUNTIME_SCHEDULER.md: the serving simulator's per-step limits. None = the generic default."""
 
     max_num_batched_tokens: int | None = Field(None, gt=0)
@@ -87,7 +84,7 @@ class Scheduler(_Strict):
     slot_context_tokens: int | None = Field(None, gt=0)
 
 
-class MemoryPolicy(_Strict):
+class MemoryPolicy(Strict):
     """RUNTIME_SCHEDULER.md: how the runtime sizes its KV cache."""
 
     policy: Literal["preallocate", "on_demand", "per_slot"] | None = None
@@ -95,7 +92,7 @@ class MemoryPolicy(_Strict):
     default_context_tokens: int | None = Field(None, gt=0)
 
 
-class Version(_Strict):
+class Version(Strict):
     """One version range of a runtime: from `version` (inclusive) to the next entry."""
 
     version: str
@@ -110,7 +107,7 @@ class Version(_Strict):
     refits: dict[str, list[Literal["memory", "compute_by_format"]]] = {}
 
 
-class RuntimeProfile(_Strict):
+class RuntimeProfile(Strict):
     name: str
     display_name: str
     aliases: list[str] = []

@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -19,13 +19,24 @@ from roofline.cards.files import read_yaml_file
 from roofline.cards.formats import WEIGHT_FORMATS
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
-from roofline.cards.runtime import RuntimeChoice, RuntimeProfile, choose_version
 from roofline.cards.schema import first_problem
 from roofline.errors import CardError, RooflineError, UnknownNameError
 
-Card = TypeVar("Card", HardwareCard, ModelCard, RuntimeProfile)
+if TYPE_CHECKING:
+    from roofline.cards.runtime import RuntimeChoice
+
+Card = TypeVar("Card")  # HardwareCard, ModelCard or RuntimeProfile
 _PKG = Path(__file__).resolve().parent.parent  # the roofline package
-KINDS = {"hardware": HardwareCard, "models": ModelCard, "runtimes": RuntimeProfile}
+KINDS = ("hardware", "models", "runtimes")
+
+
+def schema_of(kind: str) -> type:
+    """The card schema of a kind; runtime profiles' is imported on first use (most commands never read one)."""
+    if kind == "runtimes":
+        from roofline.cards.runtime import RuntimeProfile
+
+        return RuntimeProfile
+    return {"hardware": HardwareCard, "models": ModelCard}[kind]
 WHAT = {"hardware": "hardware", "models": "model", "runtimes": "runtime"}
 LIST_CMD = {"hardware": "roofline hw list", "models": "roofline models list", "runtimes": "roofline runtimes list"}
 
@@ -121,7 +132,7 @@ class CardStore:
             if entry.error is not None:
                 raise entry.error
             try:
-                entry._card = load_card(KINDS[kind], entry.path)
+                entry._card = load_card(schema_of(kind), entry.path)
             except RooflineError as err:
                 entry.error = err
                 raise
@@ -161,7 +172,7 @@ class CardStore:
                 return self.model_loaders[DIRECTORY](as_path)
             if not as_path.exists():
                 raise CardError(as_path, "", "no such file")
-            return load_card(KINDS[kind], as_path, self.model_loaders)
+            return load_card(schema_of(kind), as_path, self.model_loaders)
         card = self._by_name(kind, name)
         if card is not None:
             return card
@@ -235,6 +246,8 @@ class CardStore:
         return self.get("models", name)
 
     def runtime(self, spec: str, date: str | None = None) -> RuntimeChoice:
+        from roofline.cards.runtime import choose_version
+
         """A runtime profile from `NAME[@VERSION]` ('vllm@0.11', 'llama-cpp@b6918', 'nim'); no version: the newest
         profile (or, given `date`, the version in use then)."""
         name, _, version = spec.strip().partition("@")

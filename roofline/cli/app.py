@@ -8,44 +8,46 @@ from typing import Annotated, Optional
 import typer
 
 from roofline import __version__
-from roofline.cli import (
-    calibrate_cmd,
-    engine_cmd,
-    fits_cmd,
-    formats_cmd,
-    hw,
-    models,
-    plot_cmd,
-    predict_cmd,
-    runtimes_cmd,
-    serve_cmd,
-    sweep_cmd,
-    validate_cmd,
-)
 from roofline.errors import RooflineError
 
-app = typer.Typer(
-    name="roofline",
-    help="How fast, does it fit, and why: LLM inference on any hardware.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-app.add_typer(hw.app, name="hw", help="Hardware cards: list, show.")
-app.add_typer(plot_cmd.app, name="plot", help="Pictures: roofline chart, concurrency sweep, memory budget.")
-app.add_typer(engine_cmd.app, name="engine", help="The micro-engine: run card shapes for real, measured vs predicted.")
-app.add_typer(runtimes_cmd.app, name="runtimes", help="Runtime profiles: list, show.")
-app.add_typer(models.app, name="models", help="Model cards: list, show, import a transformers config.json.")
-app.command("predict")(predict_cmd.predict_cmd)
-app.command("fits")(fits_cmd.fits_cmd)
-app.command("calibrate")(calibrate_cmd.calibrate_cmd)
-app.command("validate")(validate_cmd.validate_cmd)
-app.command("sweep")(sweep_cmd.sweep_cmd)
-app.command("serve")(serve_cmd.serve_cmd)
-app.command("capacity")(serve_cmd.capacity_cmd)
-app.command("compare")(sweep_cmd.compare_cmd)
-app.command("formats", help="Weight and KV-cache formats with effective bits per value.")(formats_cmd.formats)
+# name -> (module under roofline.cli, attribute, kind, help): the app registers only the command being run (typer
+# builds every registered command's signature at start-up, and each module imports its own layers), or all of them
+# for help and for a name it does not know
+COMMANDS = {
+    "predict": ("predict_cmd", "predict_cmd", "command", None),
+    "fits": ("fits_cmd", "fits_cmd", "command", None),
+    "sweep": ("sweep_cmd", "sweep_cmd", "command", None),
+    "compare": ("sweep_cmd", "compare_cmd", "command", None),
+    "serve": ("serve_cmd", "serve_cmd", "command", None),
+    "capacity": ("serve_cmd", "capacity_cmd", "command", None),
+    "calibrate": ("calibrate_cmd", "calibrate_cmd", "command", None),
+    "validate": ("validate_cmd", "validate_cmd", "command", None),
+    "formats": ("formats_cmd", "formats", "command", "Weight and KV-cache formats with effective bits per value."),
+    "hw": ("hw", "app", "group", "Hardware cards: list, show."),
+    "models": ("models", "app", "group", "Model cards: list, show, import a config.json, GGUF or safetensors."),
+    "runtimes": ("runtimes_cmd", "app", "group", "Runtime profiles: list, show."),
+    "plot": ("plot_cmd", "app", "group", "Pictures: roofline chart, concurrency sweep, memory budget, serving."),
+    "engine": ("engine_cmd", "app", "group", "The micro-engine: run card shapes for real, measured vs predicted."),
+}
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The typer app with every command, or with `only` (a COMMANDS name) alone."""
+    import importlib
+
+    app = typer.Typer(name="roofline", help="How fast, does it fit, and why: LLM inference on any hardware.",
+                      no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                      rich_markup_mode=None)
+    app.callback()(_root)
+    for name, (module, attr, kind, help_text) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        target = getattr(importlib.import_module(f"roofline.cli.{module}"), attr)
+        if kind == "group":
+            app.add_typer(target, name=name, help=help_text)
+        else:
+            app.command(name, help=help_text)(target)
+    return app
 
 
 def _version(value: bool):
@@ -54,7 +56,6 @@ def _version(value: bool):
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
                                                     help="Print the version and exit.")] = None,
@@ -80,7 +81,9 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
+    first = next((a for a in args if not a.startswith("-")), None)
     try:
+        app = build_app(first if first in COMMANDS else None)
         code = app(args=args, prog_name="roofline", standalone_mode=False)
     except RooflineError as err:
         if debug:

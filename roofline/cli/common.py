@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from roofline.cards.runtime import RuntimeChoice
 from roofline.cards.store import CardStore
 from roofline.cards.units import QuantityError, parse_tokens
 from roofline.errors import RooflineError, UnknownNameError
 from roofline.importers import open_store
 from roofline.perf.efficiency import Efficiency, check_runtime_supports, expected_efficiency
+
+if TYPE_CHECKING:
+    from roofline.cards.runtime import RuntimeChoice
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (numbers in SI units).")]
 CardsOpt = Annotated[

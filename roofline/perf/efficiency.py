@@ -10,14 +10,16 @@ The defaults are fitted by `benchmarks/fit_defaults.py` to benchmarks/data/publi
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline.cards.hardware import HardwareCard, default_key
 from roofline.cards.model import ModelCard
-from roofline.cards.runtime import RuntimeChoice
 from roofline.errors import CardError, RooflineError
 from roofline.sizing.params import param_counts
 from roofline.sizing.precision import Formats
+
+if TYPE_CHECKING:
+    from roofline.cards.runtime import RuntimeChoice
 
 
 @dataclass(frozen=True)
