@@ -16,7 +16,7 @@ from roofline.cards.quantity import (
     Seconds,
     Watts,
 )
-from roofline.cards.schema import Strict
+from roofline.cards.schema import Strict, card_name
 
 
 class Memory(Strict):
@@ -96,9 +96,7 @@ class HardwareCard(Strict):
     @field_validator("name")
     @classmethod
     def _lowercase_name(cls, v: str) -> str:
-        if v != v.lower() or " " in v:
-            raise ValueError("must be lowercase with no spaces, e.g. 'h100-sxm'")
-        return v
+        return card_name(v, "h100-sxm")
 
     @model_validator(mode="after")
     def _has_compute_and_sources(self):

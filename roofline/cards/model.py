@@ -18,6 +18,7 @@ from roofline.cards.schema import (
     Strict,
     Vocab,
     Width,
+    card_name,
 )
 from roofline.errors import RooflineError
 
@@ -303,9 +304,7 @@ class ModelCard(Strict):
     @field_validator("name")
     @classmethod
     def _lowercase_name(cls, v: str) -> str:
-        if v != v.lower() or " " in v:
-            raise ValueError("must be lowercase with no spaces, e.g. 'llama-3.1-8b'")
-        return v
+        return card_name(v, "llama-3.1-8b")
 
     @field_validator("weights")
     @classmethod

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from roofline.cards.formats import kv_format as _kv_format
 from roofline.cards.formats import weight_format as _weight_format
-from roofline.cards.schema import Strict
+from roofline.cards.schema import Strict, card_name
 from roofline.errors import UnknownNameError
 
 Fraction = float  # (0, 1], checked by EfficiencyOverrides
@@ -138,9 +138,7 @@ class RuntimeProfile(Strict):
     @field_validator("name")
     @classmethod
     def _lowercase_name(cls, v: str) -> str:
-        if v != v.lower() or " " in v:
-            raise ValueError("must be lowercase with no spaces, e.g. 'vllm'")
-        return v
+        return card_name(v, "vllm")
 
     @field_validator("weight_formats")
     @classmethod

@@ -44,3 +44,10 @@ def first_problem(err: ValidationError) -> tuple[str, str, dict]:
     if first["type"] == "missing":
         msg = "required field is missing"
     return loc, msg, first
+
+
+def card_name(value: str, example: str) -> str:
+    """A card's `name`: lowercase with no spaces (it is also the file name), e.g. `example`."""
+    if value != value.lower() or " " in value:
+        raise ValueError(f"must be lowercase with no spaces, e.g. '{example}'")
+    return value
