@@ -156,3 +156,16 @@ def test_a_card_cut_to_layers_without_attention_still_serves():
     assert not any(lay.is_attention for lay in eng.model.layers_spec)
     assert len(eng.blocks.ref_count) == BLOCKS_WITHOUT_KV
     assert [len(out) for out in eng.generate([[1, 2, 3], [4, 5]], max_tokens=3)] == [3, 3]
+
+
+def test_proportional_rope_keeps_the_full_heads_frequency_spacing():
+    """Gemma 4's p-RoPE rotates a quarter of the head with the full head's spacing theta^(-2i/head_dim); the
+    partial-rotary default spreads the rotated dims over the whole range theta^(-2i/rot_dim)."""
+    from roofline.engine.model.rope import inv_frequencies
+
+    p_rope, _ = inv_frequencies(128, 1e6, {"type": "proportional"}, head_dim=512)
+    partial, _ = inv_frequencies(128, 1e6, None, head_dim=512)
+    i = torch.arange(64, dtype=torch.float64)
+    assert torch.allclose(p_rope, 1e6 ** (-2 * i / 512)) and torch.allclose(partial, 1e6 ** (-2 * i / 128))
+    with pytest.raises(ValueError, match="needs a factor"):
+        inv_frequencies(128, 1e6, {"type": "yarn"})

@@ -1,5 +1,5 @@
-"""Rotary position embeddings: default, linear, llama3 and YaRN scaling, partial rotary dims (HF convention:
-rotate_half on the first `rot_dim` dims)."""
+"""Rotary position embeddings: default, linear, llama3, YaRN and proportional (Gemma 4's p-RoPE) scaling, partial
+rotary dims (HF convention: rotate_half on the first `rot_dim` dims)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,18 @@ import math
 import torch
 
 
-def inv_frequencies(rot_dim: int, theta: float, scaling: dict | None) -> tuple[torch.Tensor, float]:
-    """Per-pair inverse frequencies [rot_dim/2] and the attention scale factor YaRN applies (1 otherwise)."""
-    inv = 1.0 / theta ** (torch.arange(0, rot_dim, 2, dtype=torch.float64, device="cpu") / rot_dim)
+def inv_frequencies(rot_dim: int, theta: float, scaling: dict | None,
+                    head_dim: int | None = None) -> tuple[torch.Tensor, float]:
+    """Per-pair inverse frequencies [rot_dim/2] and the attention scale factor YaRN applies (1 otherwise).
+    Proportional (p-RoPE) keeps the full head's frequency spacing, theta^(-2i / head_dim), for the rotated pairs only;
+    the others spread the rotated dims over the whole range, theta^(-2i / rot_dim)."""
     kind = (scaling or {}).get("type") or (scaling or {}).get("rope_type")
-    if not kind or kind == "default":
+    spread = (head_dim or rot_dim) if kind == "proportional" else rot_dim
+    inv = 1.0 / theta ** (torch.arange(0, rot_dim, 2, dtype=torch.float64, device="cpu") / spread)
+    if not kind or kind in ("default", "proportional"):
         return inv, 1.0
+    if "factor" not in scaling:
+        raise ValueError(f"rope scaling '{kind}' needs a factor")
     factor = float(scaling["factor"])
     if kind == "linear":
         return inv / factor, 1.0
@@ -52,7 +58,7 @@ class Rotary:
 
     def __init__(self, head_dim: int, theta: float, scaling: dict | None, partial: float = 1.0):
         self.rot_dim = int(head_dim * partial) // 2 * 2
-        self.inv, self.mscale = inv_frequencies(self.rot_dim, theta, scaling)
+        self.inv, self.mscale = inv_frequencies(self.rot_dim, theta, scaling, head_dim)
         self.cos = self.sin = None
 
     def _tables(self, n: int, device, dtype):
