@@ -11,7 +11,7 @@ import yaml
 from hostile import cli, ok, refused
 
 from roofline.calibrate.quality import assess, should_write, versus_existing
-from roofline.cli.output import _clean
+from roofline.cli.output import json_safe
 
 
 def first_line(out: str) -> str:
@@ -247,7 +247,7 @@ def test_fits_column_unit_and_integer_bytes(capsys):
 
 
 def test_json_byte_rule():
-    assert _clean({"weights_bytes": 1.6, "budget_bytes": {"kv": 2.4}, "tok_s": 1.5}) == \
+    assert json_safe({"weights_bytes": 1.6, "budget_bytes": {"kv": 2.4}, "tok_s": 1.5}) == \
         {"weights_bytes": 2, "budget_bytes": {"kv": 2}, "tok_s": 1.5}
 
 

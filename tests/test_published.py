@@ -37,13 +37,13 @@ def test_default_error_on_published_rows(predictions):
 
 def test_row_mapping(published_rows):
     """Conditions read from the rows: llama-bench depth in notes, GGUF MXFP4 = experts only, TRT FP8 KV."""
-    from roofline.calibrate.published import _depth, _kv, _quant
+    from roofline.calibrate.published import row_depth, row_kv, row_quant
 
     rows = {r["id"]: r for r in published_rows}
     store = CardStore()
-    assert _depth(rows["H002"]) == 32768 and _depth(rows["H001"]) == 0
-    assert _quant(rows["H006"], store.model("gpt-oss-20b")) == "experts=mxfp4,default=q8_0"
-    assert _kv(rows["H093"]) == "fp8" and _kv(rows["H033"]) == "fp16"
+    assert row_depth(rows["H002"]) == 32768 and row_depth(rows["H001"]) == 0
+    assert row_quant(rows["H006"], store.model("gpt-oss-20b")) == "experts=mxfp4,default=q8_0"
+    assert row_kv(rows["H093"]) == "fp8" and row_kv(rows["H033"]) == "fp16"
 
 
 HEADER = "id,source,hardware,engine,model,params_b,weight_quant,kv_dtype,isl,osl,batch,tp,metric,value,unit,notes," \

@@ -87,7 +87,7 @@ def _quant_text(text: str) -> str:
     return re.split(r"\s*\(", text.strip().lower(), maxsplit=1)[0].removesuffix(" awq").replace("int4 awq", "int4")
 
 
-def _quant(row: dict, card) -> str | None:
+def row_quant(row: dict, card) -> str | None:
     """The CSV's weight_quant as a roofline --quant. ggml-org's MXFP4 GGUFs keep only the experts in MXFP4 and
     store the rest in Q8_0 (gpt-oss-20b: 11.27 GiB file, row H006 = 19.1B x 4.25 bit + 1.8B x 8.5 bit)."""
     q = _quant_text(row["weight_quant"])
@@ -98,7 +98,7 @@ def _quant(row: dict, card) -> str | None:
     return weight_format(q).name
 
 
-def _kv(row: dict) -> str:
+def row_kv(row: dict) -> str:
     """KV format: llama.cpp's default f16; NVIDIA's ModelOpt FP8/NVFP4 checkpoints run TensorRT-LLM with an FP8
     KV cache (kv_cache_quant_algo FP8); otherwise bf16."""
     text = row.get("kv_dtype", "").lower()
@@ -113,7 +113,7 @@ def _int(text: str, default: int) -> int:
     return int(text) if text and text.strip().isdigit() else default
 
 
-def _depth(row: dict) -> int:
+def row_depth(row: dict) -> int:
     m = re.search(r"@ ?d(\d+)", row.get("notes", ""))
     return int(m.group(1)) if m else 0
 
@@ -180,13 +180,13 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
     tp = _int(row.get("tp", ""), 1)
     # gpus > tp: llama.cpp's default layer split — each token passes every GPU in turn (pipeline stages)
     pp = max(gpus // tp, 1)
-    quant, kv = _quant(row, card), _kv(row)
+    quant, kv = row_quant(row, card), row_kv(row)
     isl, osl = _int(row["isl"], 0), _int(row["osl"], 0)
     batch = _int(row["batch"], 0)
     if metric == "prefill_tok_s":
         n = isl or UNSTATED_PROMPT_TOKENS
         wl = Workload(prompt_tokens=n, quant=quant, kv_quant=kv, tp=tp, pp=pp)
-        t = timed_step(card, hw, Step("prefill", n, max(batch, 1), _depth(row)), wl, eff).total_s
+        t = timed_step(card, hw, Step("prefill", n, max(batch, 1), row_depth(row)), wl, eff).total_s
         return float(max(batch, 1) * n / t)
     if metric in ("decode_tok_s", "agg_decode_tok_s"):
         wl = Workload(prompt_tokens=max(isl, 1), output_tokens=osl or UNSTATED_OUTPUT_TOKENS, batch=max(batch, 1),

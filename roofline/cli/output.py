@@ -48,19 +48,19 @@ def literal(text: object):
     return Text(plain(text))
 
 
-def _clean(obj: Any, whole: bool = False) -> Any:
+def json_safe(obj: Any, whole: bool = False) -> Any:
     """Make data JSON-safe: NaN/inf become null, tuples lists, numpy scalars floats. Byte counts (every number
     under a key ending in 'bytes') are whole numbers: a memory size is never 1.5 bytes."""
     if isinstance(obj, dict):
-        return {str(k): _clean(v, whole or str(k).endswith("bytes")) for k, v in obj.items()}
+        return {str(k): json_safe(v, whole or str(k).endswith("bytes")) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v, whole) for v in obj]
+        return [json_safe(v, whole) for v in obj]
     if isinstance(obj, float):
         if not math.isfinite(obj):
             return None
         return int(round(obj)) if whole else obj
     if hasattr(obj, "item") and callable(obj.item):  # numpy scalar
-        return _clean(obj.item(), whole)
+        return json_safe(obj.item(), whole)
     return obj
 
 
@@ -107,7 +107,7 @@ def emit(data: Any, as_json: bool, render: Callable[[], Iterable[Any]], as_csv: 
         write_csv(csv_rows())
         return
     if as_json:
-        sys.stdout.write(json.dumps(_clean(data), indent=2) + "\n")
+        sys.stdout.write(json.dumps(json_safe(data), indent=2) + "\n")
         return
     out = console()
     for item in render():
