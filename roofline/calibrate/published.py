@@ -82,7 +82,7 @@ def _is_gguf(row: dict) -> bool:
     return "llama.cpp" in engine or "ollama" in engine
 
 
-def _quant_text(text: str) -> str:
+def quant_text(text: str) -> str:
     """The format a free-text weight_quant names: "INT4 AWQ (w4a16, group 128)" -> "int4 awq", "MLX 4-bit" kept."""
     return re.split(r"\s*\(", text.strip().lower(), maxsplit=1)[0].removesuffix(" awq").replace("int4 awq", "int4")
 
@@ -90,7 +90,7 @@ def _quant_text(text: str) -> str:
 def row_quant(row: dict, card) -> str | None:
     """The CSV's weight_quant as a roofline --quant. ggml-org's MXFP4 GGUFs keep only the experts in MXFP4 and
     store the rest in Q8_0 (gpt-oss-20b: 11.27 GiB file, row H006 = 19.1B x 4.25 bit + 1.8B x 8.5 bit)."""
-    q = _quant_text(row["weight_quant"])
+    q = quant_text(row["weight_quant"])
     if q == "mxfp4" and _is_gguf(row):
         return "experts=mxfp4,default=q8_0"
     if q in {w.lower() for w in card.weights.values()}:

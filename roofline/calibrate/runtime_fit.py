@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 
 from roofline.calibrate.fit import error_summary
-from roofline.calibrate.published import RowPrediction, _quant_text, predict_row, runtime_of
+from roofline.calibrate.published import RowPrediction, quant_text, predict_row, runtime_of
 from roofline.cards.formats import weight_format
 from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice, version_key
 from roofline.cards.store import CardStore
@@ -98,7 +98,7 @@ def _param(row: dict) -> str:
     if row["metric"] in DECODE_METRICS and (small or not batch):
         return "memory"
     try:
-        return "format:" + weight_format(_quant_text(row["weight_quant"])).name
+        return "format:" + weight_format(quant_text(row["weight_quant"])).name
     except RooflineError:
         return "memory"
 
