@@ -17,8 +17,17 @@ from pathlib import Path
 import yaml
 
 from roofline.calibrate.published import read_rows
-from roofline.calibrate.runtime_fit import (KINDS, POLICIES, fit_all, fit_rows, id_ranges, kind_of, leave_one_source_out,
-                                           loso_table, values_for)
+from roofline.calibrate.runtime_fit import (
+    KINDS,
+    POLICIES,
+    fit_all,
+    fit_rows,
+    id_ranges,
+    kind_of,
+    leave_one_source_out,
+    loso_table,
+    values_for,
+)
 from roofline.importers import open_store
 
 REPO = Path(__file__).resolve().parent.parent

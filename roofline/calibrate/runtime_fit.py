@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 
 from roofline.calibrate.fit import error_summary
-from roofline.calibrate.published import RowPrediction, quant_text, predict_row, runtime_of
+from roofline.calibrate.published import RowPrediction, predict_row, quant_text, runtime_of
 from roofline.cards.formats import weight_format
 from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice, version_key
 from roofline.cards.store import CardStore
