@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
@@ -12,7 +10,7 @@ from pydantic import (
 )
 
 from roofline.cards.formats import kv_format
-from roofline.cards.schema import first_problem
+from roofline.cards.schema import Strict, first_problem
 from roofline.errors import RooflineError
 from roofline.sizing.params import parse_quant
 
@@ -21,8 +19,8 @@ from roofline.sizing.params import parse_quant
 MAX_COUNT = 10**8
 
 
-class Workload(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+class Workload(Strict):
+    """One request shape and how it is served (formats, parallelism, speculation); frozen, unknown fields refused."""
 
     prompt_tokens: int = Field(500, gt=0, le=MAX_COUNT, description="tokens in each prompt")
     output_tokens: int = Field(200, gt=0, le=MAX_COUNT, description="tokens generated per request")
