@@ -126,6 +126,15 @@ def kv_format(name: str) -> Format:
         raise UnknownNameError("KV-cache format", name, list(_KV_INDEX), "see `roofline formats`") from None
 
 
+def card_format(name: str, kind: str = "weight") -> Format:
+    """A weight (or "kv") format named in a card: an unknown name as a ValueError, which the card's schema turns
+    into one line naming the file and the field."""
+    try:
+        return weight_format(name) if kind == "weight" else kv_format(name)
+    except UnknownNameError as err:
+        raise ValueError(str(err)) from None
+
+
 def math_dtype(fmt: Format, supported: set[str] | frozenset[str]) -> str:
     """The dtype a matmul on weights of `fmt` runs in, given the card's supported dense dtypes.
 

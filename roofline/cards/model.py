@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from roofline.cards.formats import weight_format
+from roofline.cards.formats import card_format
 from roofline.cards.schema import (
     MAX_LAYERS,
     Context,
@@ -20,7 +20,6 @@ from roofline.cards.schema import (
     Width,
     card_name,
 )
-from roofline.errors import RooflineError
 
 # full / sliding: GQA; chunked: Llama-4 local attention inside fixed chunks; mla: DeepSeek latent attention;
 # compressed: DeepSeek-V4 CSA/HCA (pooled KV); mamba1 / mamba2 / deltanet: recurrent mixers with a constant state;
@@ -312,10 +311,7 @@ class ModelCard(Strict):
         for component, fmt in v.items():
             if component != "default" and component not in COMPONENTS:
                 raise ValueError(f"unknown component '{component}'; use default or one of {', '.join(COMPONENTS)}")
-            try:
-                weight_format(fmt)
-            except RooflineError as err:
-                raise ValueError(str(err)) from None
+            card_format(fmt)
         if "default" not in v:
             raise ValueError("weights needs a 'default' format")
         return v

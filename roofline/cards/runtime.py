@@ -15,10 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from roofline.cards.formats import kv_format as _kv_format
-from roofline.cards.formats import weight_format as _weight_format
+from roofline.cards.formats import card_format
 from roofline.cards.schema import Strict, card_name
-from roofline.errors import UnknownNameError
 
 Fraction = float  # (0, 1], checked by EfficiencyOverrides
 
@@ -63,7 +61,7 @@ class EfficiencyOverrides(Strict):
             if value is not None and not 0 < value <= 1:
                 raise ValueError(f"{name}: {value} is not a fraction of the peak in (0, 1]")
         for fmt, value in self.compute_by_format.items():
-            weight_format(fmt)  # an unknown format name fails here
+            card_format(fmt)  # an unknown format name fails here
             if not 0 < value <= 1:
                 raise ValueError(f"compute_by_format.{fmt}: {value} is not a fraction of the peak in (0, 1]")
         return self
@@ -143,16 +141,16 @@ class RuntimeProfile(Strict):
     @field_validator("weight_formats")
     @classmethod
     def _weight_formats(cls, v: list[str]) -> list[str]:
-        return [weight_format(f).name for f in v]
+        return [card_format(f).name for f in v]
 
     @field_validator("kv_formats")
     @classmethod
     def _kv_formats(cls, v: list[str]) -> list[str]:
-        return [kv_format(f).name for f in v]
+        return [card_format(f, "kv").name for f in v]
 
     @model_validator(mode="after")
     def _consistent(self):
-        if kv_format(self.default_kv_format).name not in self.kv_formats:
+        if card_format(self.default_kv_format, "kv").name not in self.kv_formats:
             raise ValueError(f"default_kv_format '{self.default_kv_format}' is not in kv_formats")
         for where, table in [("efficiency", self.efficiency), ("fitted", self.fitted)] + \
                 [(f"versions.{v.version}.efficiency", v.efficiency) for v in self.versions]:
@@ -196,21 +194,6 @@ class RuntimeProfile(Strict):
             return list(self.versions)
         key = version_key(version)
         return [v for v in self.versions if version_key(v.version) <= key]
-
-
-def weight_format(name: str):
-    """A weight format, an unknown name as a ValueError (so the card error names the file and field)."""
-    try:
-        return _weight_format(name)
-    except UnknownNameError as err:
-        raise ValueError(str(err)) from None
-
-
-def kv_format(name: str):
-    try:
-        return _kv_format(name)
-    except UnknownNameError as err:
-        raise ValueError(str(err)) from None
 
 
 def _valid_scope(scope: str) -> bool:
