@@ -30,6 +30,7 @@ from roofline.cli.common import (
 from roofline.cli.output import Column, check_formats, emit, table, warn
 from roofline.cli.output import write_csv as write_rows
 from roofline.errors import RooflineError
+from roofline.perf.instead import run_instead
 from roofline.perf.request import Prediction, predict
 from roofline.perf.workload import make_workload
 from roofline.sizing.reduce import reduce_card
@@ -111,46 +112,6 @@ def instead_lines(instead: list[dict]):
         yield f"  {alt['flag']}  ({alt['detail']}{got})"
 
 
-def alternatives(card, hw, wl, draft=None, eff=None) -> list[dict]:
-    """What to run instead when the setup does not fit: each single change `what_would_fit` finds (a smaller weight
-    or KV format, fewer sequences, more GPUs), with the prediction where the change is a format or GPU count."""
-    from roofline.sizing.alternatives import what_would_fit
-    from roofline.sizing.memory import Deployment, memory_budget
-
-    dep = Deployment(wl.tp, wl.pp)
-    tokens_held = wl.tokens_held
-    budget = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens_held, wl.batch, dep)
-    found = what_would_fit(card, hw, wl.quant, wl.kv_quant, tokens_held, wl.batch, dep, budget,
-                           ("--quant", "--kv-quant", "--concurrency", "--gpus"))
-    if budget.fits:  # only the draft model pushes it over: no single change of the target's is proposed
-        return []
-    out = []
-    for alt in found:
-        item = {"option": alt.option, "value": alt.value, "flag": alt.flag, "detail": alt.detail}
-        if alt.option == "--concurrency":
-            item["flag"] = f"--batch {alt.value}"
-        changes = _changes(alt.option, alt.value)
-        try:
-            q = predict(card, hw, wl.model_copy(update=changes), draft=draft, eff=eff)
-            item["prediction"] = {k: getattr(q, k) for k in ("ttft_s", "itl_s", "decode_tok_s", "prefill_tok_s")}
-        except RooflineError:
-            pass
-        out.append(item)
-    return out
-
-
-def _changes(option: str, value: str) -> dict:
-    """The workload fields an alternative's flag changes."""
-    if option == "--quant":
-        return {"quant": value}
-    if option == "--kv-quant":
-        return {"kv_quant": value}
-    if option == "--concurrency":
-        return {"batch": int(value)}
-    parts = value.split()  # --gpus: '4' or '4 --pp 2'
-    return {"tp": int(parts[0]), "pp": int(parts[2]) if len(parts) > 2 else 1}
-
-
 def predict_cmd(
     model: ModelOpt, hw: HwOpt, quant: QuantOpt = None, kv_quant: KvOpt = None,
     prompt: TokOpt = "500", output: TokOpt = "200",
@@ -193,7 +154,7 @@ def predict_cmd(
     draft_card = st.model(draft) if draft else None
     eff = runtime_efficiency(choice, card, hwc, wl)
     p = predict(card, hwc, wl, draft=draft_card, eff=eff)
-    instead = [] if p.fits_in_memory else alternatives(card, hwc, wl, draft_card, eff)
+    instead = [] if p.fits_in_memory else run_instead(card, hwc, wl, draft_card, eff)
     extra = {k: v for k, v in (("layers", layers and f"first {layers}"), ("vocab", vocab and f"{vocab:,}"),
                                ("beyond max context", allow_beyond_context and wl.tokens_held >
                                 card.architecture.max_context and f"{card.architecture.max_context:,}")) if v}

@@ -29,9 +29,10 @@ from roofline.cli.common import (
     tokens,
 )
 from roofline.cli.output import Column, check_formats, emit, table
-from roofline.cli.predict_cmd import alternatives, csv_row
+from roofline.cli.predict_cmd import csv_row
 from roofline.errors import RooflineError
 from roofline.perf.grid import sweep_arrays
+from roofline.perf.instead import run_instead
 from roofline.perf.parallel import check_parallel
 from roofline.perf.request import predict
 from roofline.perf.workload import check_context, make_workload
@@ -70,7 +71,7 @@ def sweep_cmd(
     limit = max_concurrency(card, hwc, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
                             Deployment(wl.tp, wl.pp))
     if limit < 1:  # nothing to tabulate: say why and what would fit, in one line
-        fixes = [a["flag"] for a in alternatives(card, hwc, wl.model_copy(update={"batch": 1}))]
+        fixes = [a["flag"] for a in run_instead(card, hwc, wl.model_copy(update={"batch": 1}), None, eff)]
         raise RooflineError(f"{card.name} does not fit on {hwc.name} even at concurrency 1 "
                             f"({wl.prompt_tokens + wl.output_tokens:,} tokens per request); "
                             + (f"try {' or '.join(fixes)}" if fixes else "see `roofline fits`"))
@@ -160,7 +161,7 @@ def compare_cmd(
         for h in hws:
             eff = runtime_efficiency(choice, card, h, wl)
             p = predict(card, h, wl, eff=eff)
-            runs.append((p, [] if p.fits_in_memory else alternatives(card, h, wl, None, eff)))
+            runs.append((p, [] if p.fits_in_memory else run_instead(card, h, wl, None, eff)))
     preds = [p for p, _ in runs]
     data = [{**p.model_dump(exclude={"phases"}), "instead": alt} for p, alt in runs]
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),

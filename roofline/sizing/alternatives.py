@@ -3,7 +3,7 @@ context, more GPUs. `fits` lists them; `predict` and `compare` use them to say w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from roofline.cards.formats import kv_format
 from roofline.cards.hardware import HardwareCard
@@ -22,6 +22,8 @@ class Alternative:
     option: str  # --quant | --kv-quant | --concurrency | --context | --gpus
     value: str
     detail: str
+    # the Workload fields it changes (quant, kv_quant, batch, tp, pp); a shorter --context maps to none of them
+    changes: dict = field(default_factory=dict)
 
     @property
     def flag(self) -> str:
@@ -36,7 +38,8 @@ def _smaller_weights(card, hw, quant, kv_quant, ctx, n, dep, budget) -> list[Alt
     for fmt in SMALLER_FORMATS:
         b = memory_budget(card, hw, fmt, kv_quant, ctx, n, dep)
         if b.weights_bytes < budget.weights_bytes and b.fits:
-            return [Alternative("--quant", fmt, f"weights {_gb(b.weights_bytes)}, {_gb(b.headroom_bytes)} to spare")]
+            return [Alternative("--quant", fmt, f"weights {_gb(b.weights_bytes)}, {_gb(b.headroom_bytes)} to spare",
+                                {"quant": fmt})]
     return []
 
 
@@ -45,7 +48,8 @@ def _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep) -> list[Alternative]:
         if kv_format(kv).bits_per_value < kv_format(kv_quant).bits_per_value:
             b = memory_budget(card, hw, quant, kv, ctx, n, dep)
             if b.fits:
-                return [Alternative("--kv-quant", kv, f"KV {_gb(float(b.kv_bytes))}, {_gb(b.headroom_bytes)} to spare")]
+                return [Alternative("--kv-quant", kv, f"KV {_gb(float(b.kv_bytes))}, {_gb(b.headroom_bytes)} to spare",
+                                    {"kv_quant": kv})]
     return []
 
 
@@ -62,12 +66,13 @@ def what_would_fit(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quan
     out += _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep) if "--kv-quant" in options else []
     users = max_concurrency(card, hw, quant, kv_quant, ctx, dep) if "--concurrency" in options and n > 1 else 0
     if 0 < users < n:
-        out.append(Alternative("--concurrency", str(users), f"at most {users} sequences of {ctx:,} tokens fit"))
+        out.append(Alternative("--concurrency", str(users), f"at most {users} sequences of {ctx:,} tokens fit",
+                               {"batch": users}))
     longest = max_context(card, hw, quant, kv_quant, n, dep) if "--context" in options else 0
     if 0 < longest < ctx:
         out.append(Alternative("--context", str(longest), f"the longest context {n} sequence(s) can hold"))
     more = min_gpus(card, hw, quant, kv_quant, ctx, n, dep) if "--gpus" in options else None
     if more is not None and more.gpus > dep.gpus:
         value = f"{more.tp}" + (f" --pp {more.pp}" if more.pp > 1 else "")
-        out.append(Alternative("--gpus", value, f"{more.gpus} × {hw.name}"))
+        out.append(Alternative("--gpus", value, f"{more.gpus} × {hw.name}", {"tp": more.tp, "pp": more.pp}))
     return out
