@@ -87,16 +87,23 @@ def fits_cmd(
         policy_of, hwc, None if context is None else tokens("--context", context), block_tokens, max_step_tokens)
     dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes)
     b = memory_budget(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
+    data = {"runtime": runtime_label(choice), "memory_policy": policy, "block_tokens": block_tokens,
+            **_budget_data(card, hwc, wl, ctx, dep, b)}
+    emit(data, as_json, lambda: render(data, b, card, hwc))
+
+
+def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget) -> dict:
+    """The --json document: the budget line by line, the limits (max context, max concurrency, fewest GPUs) and what
+    would fit instead."""
     best = min_gpus(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
-    data = {
-        "model": card.name, "hardware": hwc.name, "runtime": runtime_label(choice), "memory_policy": policy,
-        "block_tokens": block_tokens, "quant": wl.quant, "kv_quant": wl.kv_quant, "context_tokens": ctx,
+    return {
+        "model": card.name, "hardware": hwc.name, "quant": wl.quant, "kv_quant": wl.kv_quant, "context_tokens": ctx,
         "concurrency": wl.batch, "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "fits": bool(b.fits),
         "capacity_bytes": b.capacity_bytes, "total_bytes": float(b.total_bytes), "headroom_bytes": float(b.headroom_bytes),
         "budget": {k: round(float(v)) for k, v in (("weights", b.weights_bytes), ("kv", b.kv_bytes),
                    ("activations", b.activations_bytes), ("runtime", b.runtime_bytes), ("reserved", b.reserved_bytes))},
-        "weights_by_component": {k: round(v) for k, v in b.weights_by_component.items()}, "kv_bytes_per_token": b.kv_bytes_per_token,
-        "kv_bytes_per_sequence": float(b.kv_bytes_per_sequence),
+        "weights_by_component": {k: round(v) for k, v in b.weights_by_component.items()},
+        "kv_bytes_per_token": b.kv_bytes_per_token, "kv_bytes_per_sequence": float(b.kv_bytes_per_sequence),
         "max_context": max_context(card, hwc, wl.quant, wl.kv_quant, wl.batch, dep),
         "max_concurrency": max_concurrency(card, hwc, wl.quant, wl.kv_quant, ctx, dep),
         "min_gpus": best.gpus if best else None,
@@ -106,7 +113,6 @@ def fits_cmd(
         "warnings": [f"{ctx:,} tokens is beyond {card.name}'s max context of {card.architecture.max_context:,}"]
         if ctx > card.architecture.max_context else [],
     }
-    emit(data, as_json, lambda: render(data, b, card, hwc))
 
 
 def _is_bytes(text: str) -> bool:

@@ -79,7 +79,6 @@ def sweep_cmd(
     v = sweep_arrays(card, hwc, wl, b, np.full_like(b, wl.prompt_tokens), eff=eff)
     rows = [{"concurrency": n, **{k: float(v[k][i]) for k in v if k != "fits_in_memory"},
              "fits_in_memory": bool(v["fits_in_memory"][i])} for i, n in enumerate(levels)]
-    shown = [r for r in rows if r["fits_in_memory"]]
     note = (f"memory runs out above {limit} concurrent requests of {wl.prompt_tokens + wl.output_tokens:,} tokens: "
             f"weights {rows[0]['weights_bytes'] / 1e9:,.1f} GB + KV {(rows[0]['kv_bytes'] / levels[0]) / 1e9:,.3f} GB "
             f"per request on {capacity_label(hwc.memory.capacity_bytes, hwc.memory.capacity_binary)} "
@@ -90,31 +89,37 @@ def sweep_cmd(
     if not static:
         rows = data["rows"] = _closed_loop_rows(card, hwc, wl, choice, eff, levels, rows, requests_per_client, seed)
 
-    def render_closed():
-        cols = [Column(c, "right") for c in ("clients", "aggregate tok/s", "per-request tok/s", "TTFT p50", "TTFT p90",
-                                             "ITL p50", "peak batch", "static tok/s", "static TTFT")]
-        yield table(f"{card.name} on {hwc.name} · runtime {data['runtime']} · {wl.prompt_tokens}-token prompts → "
-                    f"{wl.output_tokens} tokens · closed loop of N clients, {requests_per_client} requests each "
-                    f"(static_*: one batch of N arriving together)", cols,
-                    [(r["concurrency"], fmt_rate(r["output_tok_s"]), fmt_rate(r["output_tok_s_per_request"]),
-                      fmt_s(r["ttft_p50_s"]), fmt_s(r["ttft_p90_s"]), fmt_s(r["itl_p50_s"]), r["peak_running"],
-                      fmt_rate(r["static_decode_tok_s_aggregate"]) if r["fits_in_memory"] else "OOM",
-                      fmt_s(r["static_ttft_s"]) if r["fits_in_memory"] else "OOM") for r in rows])
-        if limit < max(levels):
-            yield f"above {limit} clients requests wait for KV blocks: " + note
+    header = (f"{card.name} on {hwc.name} · runtime {data['runtime']} · {wl.prompt_tokens}-token prompts → "
+              f"{wl.output_tokens} tokens")
+    if static:
+        emit(data, as_json, lambda: _render_static(header, rows, limit, note), as_csv=as_csv, csv_rows=lambda: rows)
+    else:
+        emit(data, as_json, lambda: _render_closed(header, rows, limit, max(levels), note, requests_per_client),
+             as_csv=as_csv, csv_rows=lambda: rows)
 
-    def render():
-        cols = [Column("concurrency", "right"), Column("aggregate tok/s", "right"), Column("per-request tok/s", "right"),
-                Column("ITL", "right"), Column("TTFT", "right"), Column("memory GB/GPU", "right")]
-        yield table(f"{card.name} on {hwc.name} · runtime {data['runtime']} · {wl.prompt_tokens}-token prompts → {wl.output_tokens} tokens "
-                    f"(expected mode)", cols,
-                    [(r["concurrency"], fmt_rate(r["decode_tok_s_aggregate"]), fmt_rate(r["decode_tok_s"]),
-                      fmt_s(r["itl_s"]), fmt_s(r["ttft_s"]), f"{r['memory_per_gpu_bytes'] / 1e9:,.1f}")
-                     for r in shown])
-        if len(shown) < len(rows) or limit < 10**9:
-            yield ("stopped: " if len(shown) < len(rows) else "") + note
 
-    emit(data, as_json, render if static else render_closed, as_csv=as_csv, csv_rows=lambda: rows)
+def _render_closed(header: str, rows: list[dict], limit: int, top: int, note: str, requests_per_client: int):
+    cols = [Column(c, "right") for c in ("clients", "aggregate tok/s", "per-request tok/s", "TTFT p50", "TTFT p90",
+                                         "ITL p50", "peak batch", "static tok/s", "static TTFT")]
+    yield table(f"{header} · closed loop of N clients, {requests_per_client} requests each (static_*: one batch of N "
+                "arriving together)", cols,
+                [(r["concurrency"], fmt_rate(r["output_tok_s"]), fmt_rate(r["output_tok_s_per_request"]),
+                  fmt_s(r["ttft_p50_s"]), fmt_s(r["ttft_p90_s"]), fmt_s(r["itl_p50_s"]), r["peak_running"],
+                  fmt_rate(r["static_decode_tok_s_aggregate"]) if r["fits_in_memory"] else "OOM",
+                  fmt_s(r["static_ttft_s"]) if r["fits_in_memory"] else "OOM") for r in rows])
+    if limit < top:
+        yield f"above {limit} clients requests wait for KV blocks: " + note
+
+
+def _render_static(header: str, rows: list[dict], limit: int, note: str):
+    shown = [r for r in rows if r["fits_in_memory"]]
+    cols = [Column("concurrency", "right"), Column("aggregate tok/s", "right"), Column("per-request tok/s", "right"),
+            Column("ITL", "right"), Column("TTFT", "right"), Column("memory GB/GPU", "right")]
+    yield table(f"{header} (expected mode)", cols,
+                [(r["concurrency"], fmt_rate(r["decode_tok_s_aggregate"]), fmt_rate(r["decode_tok_s"]),
+                  fmt_s(r["itl_s"]), fmt_s(r["ttft_s"]), f"{r['memory_per_gpu_bytes'] / 1e9:,.1f}") for r in shown])
+    if len(shown) < len(rows) or limit < 10**9:
+        yield ("stopped: " if len(shown) < len(rows) else "") + note
 
 
 STATIC_KEYS = ("decode_tok_s_aggregate", "decode_tok_s", "ttft_s", "itl_s")

@@ -21,9 +21,7 @@ from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
 from roofline.cli.output import Column, emit, table
 from roofline.engine import load
 from roofline.errors import RooflineError
-from roofline.perf.request import predict
-from roofline.perf.workload import make_workload
-from roofline.sizing.reduce import reduce_card
+from roofline.perf.efficiency import expected_efficiency
 
 
 def validate_cmd(
@@ -70,12 +68,19 @@ def validate_cmd(
     if not engine_shapes:
         raise RooflineError("say what to validate against: --engine-shapes, --serving (with --hw) or --published "
                             "FILE.csv")
-    card = st.hardware(hw or "host")
-    dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
     spec = {**FRESH, "cards": [m.strip() for m in model.split(",") if m.strip()], "batches": int_list("--batch", batch),
             "prompts": int_list("--prompt", prompt), "output": output, "layers": layers, "vocab": vocab, "passes": passes}
+    _engine_shapes(st, hw, device, dtype, spec, random_n, seed, out, as_json)
+
+
+def _engine_shapes(st, hw: str | None, device: str, dtype: str | None, spec: dict, random_n: int | None, seed: int,
+                   out: Path | None, as_json: bool) -> None:
+    """Serve the chosen (or randomly drawn) shapes in the engine, predict them, report the error per metric and
+    per layer family."""
+    card = st.hardware(hw or "host")
+    dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
     if random_n:
-        shapes = random_shapes(st, random_n, seed, vocab, dtype)
+        shapes = random_shapes(st, random_n, seed, spec["vocab"], dtype)
     else:
         for name in spec["cards"]:
             st.model(name)  # an unknown card fails here, before any engine starts
@@ -85,17 +90,14 @@ def validate_cmd(
     with Progress(transient=True) as bar:
         task = bar.add_task("running fresh engine shapes", total=len(shapes) * spec["passes"])
         points = engine_points(card, st, device, dtype, spec, lambda: bar.advance(task), shapes)
-    metrics = summarize_points(points)
-    families = summarize_families(points)
     if out:
         from roofline.report.plots import plot_validation
 
         plot_validation(points, list(METRICS), out, f"{card.name}: predicted vs measured ({len(points)} fresh engine "
                         "shapes)")
-    data = {"hardware": card.name, "efficiency_source": predict(reduce_card(st.model("llama-3.1-8b"), 1, 64), card,
-                                                                 make_workload()).efficiency_source,
-            "metrics": metrics, "families": families, "seed": seed if random_n else None, "points": points,
-            "plot": str(out) if out else None}
+    data = {"hardware": card.name, "efficiency_source": expected_efficiency(card).source,
+            "metrics": summarize_points(points), "families": summarize_families(points),
+            "seed": seed if random_n else None, "points": points, "plot": str(out) if out else None}
     emit(data, as_json, lambda: _render(data))
 
 
