@@ -152,6 +152,7 @@ def _worker(rank: int, world: int, port: int, device: str, fn, args: tuple, resu
         out = fn(rank, world, device, *args)
         if rank == 0:
             results.put(out)
+        dist.barrier()  # every rank done before any tears the group down (gloo aborts a peer still connected)
     finally:
         dist.destroy_process_group()
 
