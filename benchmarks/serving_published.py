@@ -27,7 +27,7 @@ from roofline.perf.serving.workload import Lengths, Request, open_loop
 from roofline.perf.workload import make_workload
 
 DATA = Path(__file__).parent / "data"
-FILES = ("published_train.csv", "published_collected.csv")
+FILES = ("published_train.csv", "published_collected.csv", "published_extra.csv")
 METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "agg_output_tok_s")
 DEFAULT_REQUESTS = 500  # an open-loop row that does not state its request count
 

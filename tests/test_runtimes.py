@@ -321,7 +321,8 @@ def test_a_device_entry_needs_a_source():
 
 def _fit_row(row_id: str):
     from roofline.calibrate.runtime_fit import fit_rows
-    rows = {r["id"]: r for name in ("published_train.csv", "published_collected.csv", "published_more.csv")
+    rows = {r["id"]: r for name in ("published_train.csv", "published_collected.csv", "published_more.csv",
+                                         "published_extra.csv")
             for r in read_rows(REPO / "benchmarks/data" / name)}
     return fit_rows([rows[row_id]], CardStore())[0]
 
