@@ -8,6 +8,7 @@ import sys
 import time
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import yaml
 from conftest import run_cli
@@ -73,10 +74,13 @@ def test_grid_runs_the_phases_each_model_names():
 
     points = grid_points(QUICK)
     two = [p for p in points if p["layers"] == 2]
-    assert two and {p["phase"] for p in two} == {"decode"} and {p["card"] for p in two} == {"llama-3.1-8b"}
-    per_model = len(QUICK["contexts"]) * (len(QUICK["prefill"]) + len(QUICK["decode_batches"]))
+    decode_only = [m for m in QUICK["models"] if len(m) == 3]
+    assert two and {p["phase"] for p in two} == {"decode"} and {p["card"] for p in two} == {m[0] for m in decode_only}
+    decode_points = len(QUICK["contexts"]) * len(QUICK["decode_batches"])
+    per_model = len(QUICK["prefill_contexts"]) * len(QUICK["prefill"]) + decode_points
+    assert 0 in QUICK["prefill_contexts"]  # fresh prompts run the fused causal kernel; cached ones the masked one
     one_layer = [m for m in QUICK["models"] if len(m) == 2]
-    assert len(points) == len(one_layer) * per_model + len(QUICK["contexts"]) * len(QUICK["decode_batches"])
+    assert len(points) == len(one_layer) * per_model + len(decode_only) * decode_points
 
 
 def test_engine_dtype_follows_the_measured_gemm_peaks():
@@ -165,6 +169,72 @@ def test_kv_reads_run_at_their_own_bandwidth_fraction():
     slow = timed_step(card, hw, Step("decode", 1, 32, 8192), wl, replace(base, memory_kv=base.memory / 4))
     assert float(slow.by_op["attention"]) == pytest.approx(4 * float(plain.by_op["attention"]), rel=1e-6)
     assert float(slow.by_op["ffn"]) == pytest.approx(float(plain.by_op["ffn"]), rel=1e-9)
+
+
+def _one_layer(card_name: str):
+    from roofline.calibrate.calibration import engine_quant
+    from roofline.perf.workload import Workload
+    from roofline.sizing.reduce import reduce_card
+
+    return reduce_card(STORE.model(card_name), 1, 4096), Workload(prompt_tokens=1, quant=engine_quant("bf16"),
+                                                                  kv_quant="bf16")
+
+
+def test_activation_passes_run_at_their_own_bandwidth_fraction():
+    """memory_act scales exactly the elementwise passes (MLP activation, norms and residual adds, MoE row passes);
+    the weight matmuls keep `memory`; unset, the passes stream at `memory`."""
+    from roofline.perf.ops import Step
+    from roofline.perf.request import timed_step
+
+    hw = STORE.hardware("h100-sxm")
+    base = replace(expected_efficiency(hw), kernel_overhead_s=0.0, step_overhead_s=0.0)
+    for card_name, act_op in (("llama-3.1-8b", "ffn_act"), ("qwen3-30b-a3b", "experts_act")):
+        card, wl = _one_layer(card_name)
+        step = Step("prefill", 512, 4, 0)
+        plain = timed_step(card, hw, step, wl, base)
+        same = timed_step(card, hw, step, wl, replace(base, memory_act=base.memory))
+        slow = timed_step(card, hw, step, wl, replace(base, memory_act=base.memory / 4))
+        assert float(same.total_s) == pytest.approx(float(plain.total_s), rel=1e-12)
+        for name in (act_op, "norms"):
+            assert float(slow.by_op[name]) == pytest.approx(4 * float(plain.by_op[name]), rel=1e-6)
+        gemm = "ffn" if act_op == "ffn_act" else "experts"
+        assert float(slow.by_op[gemm]) == pytest.approx(float(plain.by_op[gemm]), rel=1e-12)
+
+
+def test_scan_efficiency_times_the_recurrent_scan_only():
+    from roofline.perf.ops import Step
+    from roofline.perf.request import timed_step
+
+    hw = STORE.hardware("h100-sxm")
+    card, wl = _one_layer("granite-4.0-h-small")
+    base = replace(expected_efficiency(hw), kernel_overhead_s=0.0, attention=0.5)
+    step = Step("prefill", 1024, 8, 0)
+    plain = timed_step(card, hw, step, wl, base)
+    slow = timed_step(card, hw, step, wl, replace(base, scan=0.05))
+    assert float(slow.by_op["ssm_scan"]) > 5 * float(plain.by_op["ssm_scan"])  # compute-bound at 1/10 the rate
+    assert float(slow.by_op["norms"]) == pytest.approx(float(plain.by_op["norms"]), rel=1e-12)
+
+
+def test_sequence_overhead_is_paid_per_scheduled_sequence():
+    """Each sequence a step schedules adds `sequence_overhead_s`, in the predictor's step and in the serving
+    simulator's step timer alike."""
+    from roofline.perf.ops import Step
+    from roofline.perf.request import timed_step
+    from roofline.perf.serving.steptime import StepTimer
+
+    hw = STORE.hardware("h100-sxm")
+    card, wl = _one_layer("llama-3.1-8b")
+    base = expected_efficiency(hw)
+    extra = replace(base, sequence_overhead_s=1e-3)
+    for batch in (1, 8, 32):
+        step = Step("decode", 1, batch, 100)
+        gap = float(timed_step(card, hw, step, wl, extra).total_s) - float(timed_step(card, hw, step, wl, base).total_s)
+        assert gap == pytest.approx(batch * 1e-3, rel=1e-9)
+    timers = [StepTimer(card, hw, wl, eff, 2048, 64, 4096) for eff in (base, extra)]
+    plain, more = (t.step_seconds([100] * 8, [300], [0], 9) for t in timers)
+    assert more - plain == pytest.approx(9 * 1e-3, rel=1e-6)
+    plain, more = (t.decode_run_seconds(np.full(5, 100.0), 3) for t in timers)
+    assert more - plain == pytest.approx(np.full(3, 5e-3), rel=1e-6)
 
 
 def test_thin_gemms_up_to_gemv_max_tokens_stream_like_one_row():

@@ -37,7 +37,7 @@ def test_random_shapes_are_reproducible_and_never_the_grids_cards(store):
     many = a + random_shapes(store, 200, seed=11, vocab=3000, dtype="bf16")
     assert len({tuple(s.values()) for s in many[40:]}) == 200  # no shape twice
     assert not {s["card"] for s in many} & grid_cards()
-    assert grid_cards() == {"llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b", "granite-4.0-h-small"}
+    assert grid_cards() == {"llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b", "granite-4.0-h-small", "llama-3.2-1b"}
     assert all(RANDOM_BATCHES[0] <= s["batch"] <= RANDOM_BATCHES[1] for s in many)
     assert all(RANDOM_PROMPTS[0] <= s["prompt"] <= RANDOM_PROMPTS[1] for s in many)
     assert all(engine_runs(store.model(s["card"])) for s in many)

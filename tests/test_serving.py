@@ -124,8 +124,8 @@ def test_serve_json_keys():
 def test_serve_takes_the_runtime_profile_and_its_version():
     """--runtime NAME[@VERSION]: the scheduler limits come from the profile at that version, the step timer from
     its efficiency; both outputs name the runtime."""
-    args = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "8", "--requests", "24",
-            "--prompt", "2000", "--output", "50", "--json")
+    args = ("serve", "-m", "llama-3.1-8b", "--hw", "mi300x", "--quant", "fp8", "--concurrency", "8", "--requests",
+            "24", "--prompt", "2000", "--output", "50", "--json")
     new, old, generic = (json.loads(run_cli(*args, *extra).stdout)
                          for extra in (("--runtime", "vllm"), ("--runtime", "vllm@0.6.0"), ()))
     assert new["runtime"].startswith("vllm@") and old["runtime"] == "vllm@0.6.0" and generic["runtime"] == "generic"

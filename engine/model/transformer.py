@@ -105,12 +105,18 @@ class Transformer(nn.Module):
 TILE = 1 << 20  # large tensors repeat one seeded random tile: same statistics, ~50x faster to build
 
 
-def _random(shape, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
-    n = math.prod(shape)
+def _fill_random(p: torch.Tensor, gen: torch.Generator, scale: float) -> None:
+    """p <- seeded N(0, scale^2) values, written in place: a large tensor is filled tile by tile, so building a
+    multi-GB expert bank allocates no second copy of it."""
+    n = p.numel()
     if n <= 4 * TILE:
-        return torch.randn(shape, generator=gen).to(dtype)
-    tile = torch.randn(TILE + 7, generator=gen).to(dtype)  # +7: rows of the weight do not repeat the tile's phase
-    return tile.repeat(n // tile.numel() + 1)[:n].view(shape)
+        p.copy_(torch.randn(p.shape, generator=gen).to(p.dtype) * scale)
+        return
+    tile = torch.randn(TILE + 7, generator=gen).to(p.dtype) * scale  # +7: rows do not repeat the tile's phase
+    flat = p.view(-1)
+    for start in range(0, n, tile.numel()):
+        chunk = flat[start:start + tile.numel()]
+        chunk.copy_(tile[:chunk.numel()])
 
 
 @torch.no_grad()
@@ -120,7 +126,7 @@ def init_weights(model: nn.Module, seed: int) -> None:
     gen = torch.Generator().manual_seed(seed)
     for p in model.parameters():
         scale = 1.0 / math.sqrt(p.shape[-1]) if p.dim() >= 2 else 0.02
-        p.copy_(_random(p.shape, gen, p.dtype) * scale)
+        _fill_random(p, gen, scale)
     for m in model.modules():
         if isinstance(m, RMSNorm):
             m.weight.fill_(1.0)

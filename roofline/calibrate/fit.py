@@ -42,7 +42,7 @@ def fit_efficiency(predict: Callable[[Efficiency], Sequence[float]], measured: S
                 current = getattr(best, name)
                 if current is None:  # an unset per-kind refinement starts from its general value
                     current = best.memory if name.startswith("memory") else best.compute if name.startswith("compute") \
-                        else 1e-6
+                        else best.attention if name == "scan" else 1e-6
                 current = current or (1e-6 if name.endswith("_s") else 1.0)
                 for value in (current * step, current / step):
                     if name in FRACTIONS and not 0.02 <= value <= 1.0:

@@ -17,11 +17,14 @@ FINE_EXPERTS = 64
 # Every layer kind the engine runs, one card each at one layer: llama-3.1-8b full GQA attention + dense FFN,
 # gpt-oss-20b sliding attention + coarse MoE (32 experts, top-4), qwen3-30b-a3b full attention + fine MoE (128,
 # top-8), granite-4.0-h-small a Mamba-2 mixer + MoE (72, top-10) in one layer; prefill up to the engine's step budget
-# (8 x 256 = 2048 tokens). `validate --random` never draws these cards.
+# (8 x 256 = 2048 tokens) and 1024 tokens in one sequence, on fresh prompts (context 0: the fused causal attention
+# kernel most requests run) and on a cached context (the masked kernel of later chunks). `validate --random` never
+# draws these cards. llama-3.2-1b (hidden 2048) at one and two layers: a step small enough that the fixed costs (per
+# step, per sequence, per kernel) are a visible share of it, which the wide cards alone cannot tell from bandwidth.
 QUICK = dict(models=[("llama-3.1-8b", 1), ("llama-3.1-8b", 2, ("decode",)), ("qwen3-30b-a3b", 1), ("gpt-oss-20b", 1),
-                     ("granite-4.0-h-small", 1)],
-             vocab=4096, prefill=[(1, 64), (1, 256), (4, 128), (8, 256)], decode_batches=[1, 4, 16, 32],
-             contexts=[64, 512], repeats=3, passes=2)
+                     ("granite-4.0-h-small", 1), ("llama-3.2-1b", 1), ("llama-3.2-1b", 2, ("decode",))],
+             vocab=4096, prefill=[(1, 64), (1, 256), (1, 1024), (4, 128), (8, 256)], decode_batches=[1, 4, 16, 32],
+             contexts=[64, 512], prefill_contexts=[0, 512], repeats=3, passes=2)
 # seconds long, for tests and smoke checks: one small dense card
 SMOKE = dict(models=[("qwen2.5-3b", 1)], vocab=512, prefill=[(1, 32), (2, 64)], decode_batches=[1, 4],
              contexts=[16, 128], repeats=3, passes=1)
@@ -42,17 +45,17 @@ def grid_spec(name: str) -> dict:
 
 
 def grid_points(spec: dict) -> list[dict]:
-    """Every (card, layers, phase, batch, context, new_tokens) the grid measures."""
+    """Every (card, layers, phase, batch, context, new_tokens) the grid measures: prefill at `prefill_contexts`
+    (default `contexts`) cached tokens, decode at `contexts`."""
     points = []
     for card, layers, *phases in spec["models"]:
         phases = phases[0] if phases else ("prefill", "decode")
-        for ctx in spec["contexts"]:
-            if "prefill" in phases:
-                points += [dict(card=card, layers=layers, phase="prefill", batch=b, context=ctx, new_tokens=n)
-                           for b, n in spec["prefill"]]
-            if "decode" in phases:
-                points += [dict(card=card, layers=layers, phase="decode", batch=b, context=ctx, new_tokens=1)
-                           for b in spec["decode_batches"]]
+        if "prefill" in phases:
+            points += [dict(card=card, layers=layers, phase="prefill", batch=b, context=ctx, new_tokens=n)
+                       for ctx in spec.get("prefill_contexts", spec["contexts"]) for b, n in spec["prefill"]]
+        if "decode" in phases:
+            points += [dict(card=card, layers=layers, phase="decode", batch=b, context=ctx, new_tokens=1)
+                       for ctx in spec["contexts"] for b in spec["decode_batches"]]
     return points
 
 

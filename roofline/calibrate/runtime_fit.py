@@ -33,6 +33,9 @@ ERROR_CAP = 1.0  # |log error| beyond e (2.7x) counts as e
 
 MIN_RANGE_ROWS = 3  # a version range is fitted on its own only with this many rows ...
 MIN_RANGE_SOURCES = 2  # ... from at least this many source documents; else it keeps the runtime-wide fit
+# A hardware scope ships a fitted value only when its rows come from this many documents: with one, leave-one-source-
+# out never judged a fit of that scope (held out, nothing is left to fit it on), so its figures would be unjudged
+MIN_SHIPPED_SOURCES = 2
 POLICIES = ("versions", "runtime", "none")  # most specific first; benchmarks/fit_runtimes.py picks one per runtime
 
 
@@ -201,10 +204,11 @@ def policy_of(choice: RuntimeChoice, policies: dict | None, kind: str) -> str:
 
 
 def fit_all(rows: list[FitRow], store: CardStore, policies: dict | None = None,
-            only: set[tuple[str, str]] | None = None) -> dict[tuple, GroupFit]:
+            only: set[tuple[str, str]] | None = None, min_sources: int = 1) -> dict[tuple, GroupFit]:
     """Fit every (runtime, scope) group present in `rows` (or only those in `only`) under the most specific policy
     any kind of its runtime has (`policy_of`): keys (runtime, scope) and, per version range, (runtime,
-    scope@version). Runtimes that run another's kernels (`kernels_from`) are not fitted here."""
+    scope@version). Runtimes that run another's kernels (`kernels_from`) are not fitted here, nor groups whose rows
+    come from fewer than `min_sources` documents."""
     groups: dict[tuple, list[FitRow]] = {}
     for r in rows:
         groups.setdefault((r.choice.profile.name, r.scope), []).append(r)
@@ -212,7 +216,8 @@ def fit_all(rows: list[FitRow], store: CardStore, policies: dict | None = None,
     for (runtime, scope), members in sorted(groups.items()):
         kinds = {policy_of(members[0].choice, policies, k) for k in KINDS}
         policy = next((p for p in POLICIES if p in kinds), "none")
-        if (only is not None and (runtime, scope) not in only) or policy == "none" or "kernels_from" in kinds:
+        if (only is not None and (runtime, scope) not in only) or policy == "none" or "kernels_from" in kinds \
+                or len({m.source for m in members}) < min_sources:
             continue
         for g in _group_fits(runtime, scope, members, store, policy):
             fits[(runtime, g.scope)] = g

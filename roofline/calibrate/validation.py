@@ -206,7 +206,7 @@ def step_seconds(card: ModelCard, hw: HardwareCard, work: list[tuple[int, int]],
                          kernels=_kernels(parts, work))
         ops.append(op)
     step = Step(phase, tokens, 1, 0)
-    return float(timed_step(card, hw, step, wl, eff, ops + (head if samplers else [])).total_s)
+    return float(timed_step(card, hw, step, wl, eff, ops + (head if samplers else []), sequences=len(work)).total_s)
 
 
 def _kernels(parts: list, work: list[tuple[int, int]]) -> int:

@@ -21,10 +21,10 @@ from roofline.cards.schema import Strict, card_name
 Fraction = float  # (0, 1], checked by EfficiencyOverrides
 
 # Efficiency fields a profile may set (roofline.perf.efficiency.Efficiency has the same names; a test keeps them equal)
-FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "compute", "compute_fp32", "compute_bf16", "compute_fp8",
-                   "compute_int8", "compute_fp4", "attention", "gemm_floor", "link")
+FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "compute_fp32", "compute_bf16",
+                   "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "gemm_floor", "link")
 NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "kernel_overhead_s", "kernels_per_expert",
-                 "step_overhead_s", "prefill_chunk_tokens", "allreduce_latency_hops")
+                 "step_overhead_s", "sequence_overhead_s", "prefill_chunk_tokens", "allreduce_latency_hops")
 SCOPE_KINDS = ("gpu", "soc", "apple", "cpu", "accelerator")
 
 
@@ -34,6 +34,7 @@ class EfficiencyOverrides(Strict):
     memory: float | None = None
     memory_gemv: float | None = None
     memory_kv: float | None = None
+    memory_act: float | None = None
     compute: float | None = None
     compute_fp32: float | None = None
     compute_bf16: float | None = None
@@ -41,6 +42,7 @@ class EfficiencyOverrides(Strict):
     compute_int8: float | None = None
     compute_fp4: float | None = None
     attention: float | None = None
+    scan: float | None = None
     gemm_floor: float | None = None
     link: float | None = None
     gemm_min_tokens: float | None = Field(None, ge=1)
@@ -49,6 +51,7 @@ class EfficiencyOverrides(Strict):
     kernel_overhead_s: float | None = Field(None, ge=0)
     kernels_per_expert: float | None = Field(None, ge=0)
     step_overhead_s: float | None = Field(None, ge=0)
+    sequence_overhead_s: float | None = Field(None, ge=0)
     allreduce_latency_hops: float | None = Field(None, ge=0)  # link latencies per all-reduce; 0 = the ring's
     prefill_chunk_tokens: float | None = Field(None, ge=0)  # prompt tokens per prefill step (-ub, num_batch); 0 = all
     # large-GEMM efficiency of one weight format's kernels, beside its math dtype's (llama.cpp MMQ per k-quant)

@@ -27,13 +27,17 @@ class Efficiency:
     memory: float = 1.0  # achieved / datasheet bandwidth when streaming weights and KV
     memory_gemv: float | None = None  # the same for one-row (matrix-vector) matmuls; None = `memory`
     memory_kv: float | None = None  # the same for the KV cache read by the attention core (paged); None = `memory`
+    memory_act: float | None = None  # the same for elementwise activation passes (norms, residual adds, activation
+    # functions, MoE gather/scatter): eager CPU kernels convert bf16 through fp32 and reach a fraction; None = `memory`
     compute: float = 1.0  # achieved / dense peak on large GEMMs, any dtype without its own figure below
     compute_fp32: float | None = None
     compute_bf16: float | None = None  # also used for fp16
     compute_fp8: float | None = None
     compute_int8: float | None = None  # GGUF k-quant kernels (llama.cpp MMQ) run here
     compute_fp4: float | None = None
-    attention: float = 1.0  # achieved / dense peak in the attention core (flash kernels)
+    attention: float = 1.0  # achieved / dense peak in the attention core (flash kernels) and other non-GEMM kernels
+    scan: float | None = None  # the same for recurrent scans (Mamba, DeltaNet: fp32 chunked products and state
+    # updates, a different kernel from attention's); None = `attention`
     gemm_min_tokens: float = 1.0  # GEMMs pad M (tokens) up to this tile: small batches waste the rest
     gemm_half_tokens: float = 0.0  # M at which a GEMM reaches half of `compute` (0: no ramp); CPUs ramp slowly
     gemm_floor: float = 0.0  # the ramp never drops below this fraction (vector units still run thin GEMMs)
@@ -45,6 +49,8 @@ class Efficiency:
     kernel_overhead_s: float = 0.0  # fixed cost per kernel launch
     kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)
     step_overhead_s: float = 0.0  # fixed cost per forward step (sampling, scheduling, host sync)
+    sequence_overhead_s: float = 0.0  # host work per sequence a step schedules (its block-table row, positions,
+    # sampling and bookkeeping in the engine's Python loop): what makes a big decode batch host-bound
     prefill_chunk_tokens: float = 0.0  # prompt tokens per prefill step (llama.cpp -ub, Ollama num_batch, a chunked-
     # prefill budget); each chunk re-reads the weights. 0: the whole prompt in one step
     # weight format -> large-GEMM efficiency of its kernels, over the math dtype's (llama.cpp MMQ per k-quant)
@@ -68,8 +74,8 @@ CEILING = Efficiency()
 DEFAULTS: dict[str, Efficiency] = {
     # 29 rows: llama.cpp 2024 (S4, H033-H057) and TensorRT-LLM max-load (S8, H093-H104) on NVIDIA GPUs
     # link 0.8: NCCL all-reduce bus bandwidth reaches ~80% of NVLink's per-direction rate (nccl-tests); unfitted
-    "gpu": Efficiency(link=0.8, memory=0.94, compute=0.535, compute_int8=0.110, compute_fp4=0.359, attention=1.0,
-                      gemm_min_tokens=16, kernel_overhead_s=11.9e-6, step_overhead_s=5.3e-4,
+    "gpu": Efficiency(link=0.8, memory=0.94, compute=0.581, compute_int8=0.111, compute_fp4=0.386, attention=0.985,
+                      gemm_min_tokens=16, kernel_overhead_s=12.0e-6, step_overhead_s=4.9e-4,
                       source="default for discrete GPUs, fitted to published_train.csv (29 rows)"),
     # 28 rows: llama.cpp build 6918 on DGX Spark (S1, H001-H022) and Ollama decode (S13); Ollama prefill left out.
     # attention 0.15 is measured, not fitted: the same pp2048 prefill at depth 0 and at depth 32768 (llama.cpp
@@ -92,8 +98,8 @@ DEFAULTS["accelerator"] = DEFAULTS["gpu"]
 
 
 _KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format"}
-FRACTIONS = ("memory", "memory_gemv", "memory_kv", "gemm_floor", "compute", "compute_fp32", "compute_bf16",
-             "compute_fp8", "compute_int8", "compute_fp4", "attention", "link")  # fields in (0, 1]
+FRACTIONS = ("memory", "memory_gemv", "memory_kv", "memory_act", "gemm_floor", "compute", "compute_fp32",
+             "compute_bf16", "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")  # in (0, 1]
 
 
 def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[str, float]:

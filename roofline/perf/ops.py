@@ -70,6 +70,7 @@ class Op:
     routing: tuple[int, int] | None = None  # MoE experts: (num_experts, experts_per_token)
     experts_touched: Num = 0.0  # MoE experts: distinct experts run (engines that launch per expert pay each)
     gemm: bool = True  # a weight matmul (tensor cores, tile padding); False: attention core, scans, norms
+    elementwise: bool = False  # an activation pass (norms, residual adds, activation functions, MoE gather/scatter)
     kv_shards: int = 0  # ways its KV/state splits under tensor parallelism (kv heads; 1 = replicated MLA latent)
     link_bytes: Num = 0.0  # bytes each GPU sends over the interconnect (collectives only)
     link_hops: int = 0  # latency-bound hops per collective
@@ -291,13 +292,32 @@ def gemv_expert_share(num_experts: int, k: int, tokens: Num, max_rows: float) ->
     return np.minimum(few / np.maximum(1.0 - none, 1e-12), 1.0)
 
 
+def activation_pass(name: str, op_class: str, rows: Num, values_per_row: Num, f: Formats, count: int,
+                    kernels: int = 1) -> Op:
+    """An elementwise pass over activations: `values_per_row` values read and written per row, no weights."""
+    return Op(name, op_class, f.act_dtype, 0.0, act_bytes=rows * values_per_row * f.act_bytes, count=count,
+              kernels=kernels, gemm=False, elementwise=True)
+
+
+def activation_values(inner: int, gated: bool) -> int:
+    """Values an MLP's activation reads and writes per token: gated act(gate) * up reads 2 inner, writes inner;
+    ungated act(up) reads and writes inner."""
+    return 3 * inner if gated else 2 * inner
+
+
+# MoE routed rows: gathered (read, write), scaled by their router weight (read, write) and added back into their
+# token's row (read both, write): 7 passes of the expert width per routed row, beside the activation
+MOE_ROW_PASSES = 7
+
+
 def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
     arch, t = card.architecture, step.tokens
     h = arch.hidden_size
     if lay.ffn == "dense":
         fc = arch.ffn
         return [matmul("ffn", "ffn", "ffn", mlp_params(h, fc.intermediate_size, fc.gated, fc.bias), t, h,
-                       mlp_activation_width(fc.intermediate_size, fc.gated), f, count, kernels=3)]
+                       mlp_activation_width(fc.intermediate_size, fc.gated), f, count, kernels=2),
+                activation_pass("ffn_act", "ffn", t, activation_values(fc.intermediate_size, fc.gated), f, count)]
     if lay.ffn != "moe":
         return []
     e = arch.moe
@@ -309,21 +329,27 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
            Op("experts", "moe", f.dtype("experts"), 2.0 * routed * per_expert, touched * per_expert * f.wbytes("experts"),
               routed * (2 * width + mlp_activation_width(e.expert_intermediate_size, e.gated)) * f.act_bytes, count=count,
               kernels=3, gemm_tokens=routed / touched, experts_touched=touched,
-              routing=(e.num_experts, e.experts_per_token), weight_format=f.component_format("experts"))]
+              routing=(e.num_experts, e.experts_per_token), weight_format=f.component_format("experts")),
+           activation_pass("experts_act", "moe", routed,
+                           activation_values(e.expert_intermediate_size, e.gated) + MOE_ROW_PASSES * width, f, count,
+                           kernels=0)]  # launched per expert: the experts op's kernels_per_expert counts them
     if e.latent_size:
         ops.append(matmul("latent_proj", "moe", "experts", 2 * h * e.latent_size, t, h, e.latent_size, f, count, 2))
     if e.num_shared_experts:
         inner = e.shared_expert_intermediate_size or e.num_shared_experts * e.expert_intermediate_size
-        ops.append(matmul("shared_experts", "moe", "shared_experts", mlp_params(h, inner, e.gated), t, h,
-                          mlp_activation_width(inner, e.gated),
-                          f, count, kernels=3))
+        ops += [matmul("shared_experts", "moe", "shared_experts", mlp_params(h, inner, e.gated), t, h,
+                       mlp_activation_width(inner, e.gated), f, count, kernels=2),
+                activation_pass("shared_act", "moe", t, activation_values(inner, e.gated), f, count)]
     return ops
 
 
-def norm_op(card: ModelCard, step: Step, f: Formats, count: int, norms: int) -> Op:
+def norm_op(card: ModelCard, step: Step, f: Formats, count: int, norms: int, residual_adds: int) -> Op:
+    """RMSNorms (read and write the hidden state, ~5 FLOPs a value) and residual adds (read two, write one), one per
+    residual block."""
     h = card.architecture.hidden_size
-    return Op("norms", "norm", f.act_dtype, 5.0 * step.tokens * h * norms, act_bytes=2 * step.tokens * h * f.act_bytes * norms,
-              count=count, kernels=norms, gemm=False)
+    return Op("norms", "norm", f.act_dtype, 5.0 * step.tokens * h * norms,
+              act_bytes=step.tokens * h * f.act_bytes * (2 * norms + 3 * residual_adds), count=count,
+              kernels=norms, gemm=False, elementwise=True)  # serving runtimes fuse the add into the norm's kernel
 
 
 def layer_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:
@@ -342,7 +368,7 @@ def layer_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -
     if lay.has_mamba2:  # Mamba-2 layers, and the Mamba-2 half of parallel hybrids
         ops += mamba2_ops(card, lay, step, f, count)
     ops += ffn_ops(card, lay, step, f, count)
-    ops.append(norm_op(card, step, f, count, norms_in_layer(card.architecture, lay)))
+    ops.append(norm_op(card, step, f, count, norms_in_layer(card.architecture, lay), lay.blocks))
     return ops
 
 

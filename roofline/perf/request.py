@@ -74,13 +74,14 @@ def _scaled(st: StepTime, k) -> StepTime:
 
 
 def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff: Efficiency,
-               ops: list[Op] | None = None) -> StepTime:
+               ops: list[Op] | None = None, sequences: Num | None = None) -> StepTime:
     """One step on the workload's GPUs, timed (a prefill the runtime splits: its chunks): the one step pipeline
-    every prediction, fit and plot goes through."""
+    every prediction, fit and plot goes through. `sequences` scheduled in the step: the step's batch unless given."""
     chunks = None
     if ops is None:
         step, chunks = prefill_chunks(step, eff)
-    st = time_ops(gpu_ops(card, hw, step, wl, ops), hw, eff, step.tokens)
+    seqs = step.batch if sequences is None else sequences
+    st = time_ops(gpu_ops(card, hw, step, wl, ops), hw, eff, step.tokens, seqs)
     return st if chunks is None else _scaled(st, chunks)
 
 

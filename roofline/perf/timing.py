@@ -33,9 +33,11 @@ def _peak(hw: HardwareCard, dtype: str) -> float:
 
 def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
     """Achieved bytes/s of one op: matrix-vector work (up to `gemv_max_tokens` rows) streams at `memory_gemv`, the
-    attention core's KV reads at `memory_kv`, everything else at `memory` (each kernel kind reaches its own
-    fraction of the bus)."""
+    attention core's KV reads at `memory_kv`, elementwise activation passes at `memory_act`, everything else at
+    `memory` (each kernel kind reaches its own fraction of the bus)."""
     full = hw.memory.bandwidth_bytes_per_s
+    if op.elementwise and eff.memory_act is not None:
+        return full * eff.memory_act
     if op.op_class == "attention" and not op.gemm and eff.memory_kv is not None:
         return full * eff.memory_kv
     if eff.memory_gemv is None or not op.gemm:
@@ -49,9 +51,11 @@ def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
 def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
     """FLOPs / (peak x efficiency). GEMMs with M rows pay for rows padded to `gemm_min_tokens` and reach
     M / (M + gemm_half_tokens) of their large-GEMM efficiency (never below `gemm_floor`; no ramp up to
-    `gemv_max_tokens` rows). Non-GEMM kernels (attention core, scans, norms) run at the `attention` efficiency."""
+    `gemv_max_tokens` rows). Non-GEMM kernels (attention core, norms) run at the `attention` efficiency, recurrent
+    scans at `scan` (default `attention`)."""
     if not op.gemm:
-        return op.flops / (_peak(hw, op.dtype) * eff.attention)
+        scan = op.op_class == "mamba" and eff.scan is not None
+        return op.flops / (_peak(hw, op.dtype) * (eff.scan if scan else eff.attention))
     m = np.maximum(tokens if op.gemm_tokens is None else op.gemm_tokens, 1e-9)
     padding = np.maximum(1.0, eff.gemm_min_tokens / m)
     ramp = np.maximum(m / (m + eff.gemm_half_tokens), eff.gemm_floor) if eff.gemm_half_tokens else 1.0
@@ -59,11 +63,12 @@ def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> N
     return op.flops * padding / (_peak(hw, op.dtype) * eff.compute_for(op.dtype, op.weight_format) * ramp)
 
 
-def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num) -> StepTime:
-    """Time every op on `hw` at efficiency `eff`; `tokens` is the step's GEMM M dimension (batch x new tokens)."""
-    zero = np.zeros(np.broadcast(tokens, *(o.flops for o in ops), *(o.bytes for o in ops)).shape)
-    st = StepTime(zero + eff.step_overhead_s, zero.copy(), zero.copy(), zero + eff.step_overhead_s, zero.copy(),
-                  zero.copy())
+def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequences: Num = 0) -> StepTime:
+    """Time every op on `hw` at efficiency `eff`; `tokens` is the step's GEMM M dimension (batch x new tokens),
+    `sequences` the sequences the step schedules (each costs `sequence_overhead_s` of host work)."""
+    zero = np.zeros(np.broadcast(tokens, sequences, *(o.flops for o in ops), *(o.bytes for o in ops)).shape)
+    fixed = zero + eff.step_overhead_s + eff.sequence_overhead_s * np.asarray(sequences, dtype=float)
+    st = StepTime(fixed, zero.copy(), zero.copy(), fixed.copy(), zero.copy(), zero.copy())
     for op in ops:
         if op.op_class == "comm":
             _add_link(st, op, hw, eff)

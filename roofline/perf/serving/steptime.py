@@ -84,7 +84,8 @@ class StepTimer:
         step = Step("decode", 1, np.maximum(t, 1), 0)
         ops = [op for op in step_ops(self.card, self.hw, step, self.wl.quant, self.wl.kv_quant)
                if op.name not in CONTEXT_OPS and op.name != "lm_head"]
-        return np.asarray(timed_step(self.card, self.hw, step, self.wl, self.eff, ops).total_s, dtype=float)
+        st = timed_step(self.card, self.hw, step, self.wl, self.eff, ops, sequences=0)  # per sequence: step_seconds
+        return np.asarray(st.total_s, dtype=float)
 
     def _lm_table(self, top: int) -> np.ndarray:
         """Seconds of the lm_head for S = 0..top sampled sequences (no step overhead)."""
@@ -187,7 +188,7 @@ class StepTimer:
         if prefill_n:
             totals = totals + self._prefill_sum(prefill_n, prefill_c)
         seconds = self._token_s(tokens) + self._lm(samples) + self._context_s(totals, tokens)
-        return float(seconds)
+        return float(seconds + self.eff.sequence_overhead_s * (len(decode_contexts) + len(prefill_n)))
 
     def decode_run_seconds(self, contexts: np.ndarray, steps: int) -> np.ndarray:
         """Seconds of each of `steps` pure-decode steps of the sequences at `contexts` (each step one token more)."""
@@ -199,7 +200,8 @@ class StepTimer:
         else:
             ctx = np.asarray(contexts, dtype=float)[:, None] + np.arange(steps)[None, :]
             totals = self._decode_sum(ctx)  # (fields, steps)
-        return self._token_s(b) + self._lm(b) + self._context_s(totals, np.full(steps, float(b)))
+        return (self._token_s(b) + self._lm(b) + self._context_s(totals, np.full(steps, float(b)))
+                + self.eff.sequence_overhead_s * b)
 
     def _lm(self, samples: int) -> float:
         if samples >= len(self._lm_s):
