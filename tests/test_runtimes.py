@@ -354,3 +354,17 @@ def test_ollama_ships_llama_cpp_kernels_or_nothing():
         formats = {f: v for e in newest for f, v in e.compute_by_format.items()}
         assert entry.memory in (None, llama.fitted[scope].memory)
         assert all(formats[f] == v for f, v in entry.compute_by_format.items())
+
+
+def test_a_scope_fitted_from_one_document_ships_nothing():
+    """MIN_SHIPPED_SOURCES: leave-one-source-out never judged a scope whose rows come from one document, so the
+    shipped fit leaves it out; two documents ship it."""
+    from roofline.calibrate.runtime_fit import MIN_SHIPPED_SOURCES, fit_all
+
+    one = [_fit_row("H035"), _fit_row("H044")]  # llama.cpp decode on the RTX 4090, one document (S4)
+    two = one + [_fit_row("C099")]  # the same runtime and scope from a second document
+    assert len({r.source for r in one}) == 1 and len({r.source for r in two}) == 2
+    assert {r.scope for r in two} == {"nvidia-gpu"}
+    st = CardStore()
+    assert fit_all(one, st, min_sources=1) and not fit_all(one, st, min_sources=MIN_SHIPPED_SOURCES)
+    assert ("llama.cpp", "nvidia-gpu") in fit_all(two, st, min_sources=MIN_SHIPPED_SOURCES)

@@ -299,12 +299,6 @@ def activation_pass(name: str, op_class: str, rows: Num, values_per_row: Num, f:
               kernels=kernels, gemm=False, elementwise=True)
 
 
-def activation_values(inner: int, gated: bool) -> int:
-    """Values an MLP's activation reads and writes per token: gated act(gate) * up reads 2 inner, writes inner;
-    ungated act(up) reads and writes inner."""
-    return 3 * inner if gated else 2 * inner
-
-
 # MoE routed rows: gathered (read, write), scaled by their router weight (read, write) and added back into their
 # token's row (read both, write): 7 passes of the expert width per routed row, beside the activation
 MOE_ROW_PASSES = 7
@@ -317,7 +311,7 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
         fc = arch.ffn
         return [matmul("ffn", "ffn", "ffn", mlp_params(h, fc.intermediate_size, fc.gated, fc.bias), t, h,
                        mlp_activation_width(fc.intermediate_size, fc.gated), f, count, kernels=2),
-                activation_pass("ffn_act", "ffn", t, activation_values(fc.intermediate_size, fc.gated), f, count)]
+                activation_pass("ffn_act", "ffn", t, mlp_activation_width(fc.intermediate_size, fc.gated), f, count)]
     if lay.ffn != "moe":
         return []
     e = arch.moe
@@ -331,7 +325,7 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
               kernels=3, gemm_tokens=routed / touched, experts_touched=touched,
               routing=(e.num_experts, e.experts_per_token), weight_format=f.component_format("experts")),
            activation_pass("experts_act", "moe", routed,
-                           activation_values(e.expert_intermediate_size, e.gated) + MOE_ROW_PASSES * width, f, count,
+                           mlp_activation_width(e.expert_intermediate_size, e.gated) + MOE_ROW_PASSES * width, f, count,
                            kernels=0)]  # launched per expert: the experts op's kernels_per_expert counts them
     if e.latent_size:
         ops.append(matmul("latent_proj", "moe", "experts", 2 * h * e.latent_size, t, h, e.latent_size, f, count, 2))
@@ -339,7 +333,7 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
         inner = e.shared_expert_intermediate_size or e.num_shared_experts * e.expert_intermediate_size
         ops += [matmul("shared_experts", "moe", "shared_experts", mlp_params(h, inner, e.gated), t, h,
                        mlp_activation_width(inner, e.gated), f, count, kernels=2),
-                activation_pass("shared_act", "moe", t, activation_values(inner, e.gated), f, count)]
+                activation_pass("shared_act", "moe", t, mlp_activation_width(inner, e.gated), f, count)]
     return ops
 
 
