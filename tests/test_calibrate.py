@@ -201,6 +201,48 @@ def test_activation_passes_run_at_their_own_bandwidth_fraction():
         assert float(slow.by_op[gemm]) == pytest.approx(float(plain.by_op[gemm]), rel=1e-12)
 
 
+def test_activation_cost_slows_only_that_functions_pass():
+    """A measured activation_cost scales the pass of the card's activation (tanh-GELU on Gemma 3, SiLU on Llama,
+    the experts' on an MoE) and nothing else."""
+    from roofline.perf.ops import Step
+    from roofline.perf.request import timed_step
+
+    hw = STORE.hardware("h100-sxm")
+    base = replace(expected_efficiency(hw), kernel_overhead_s=0.0, step_overhead_s=0.0, memory_act=0.2)
+    costly = replace(base, activation_cost={"gelu_tanh": 3.0})
+    step = Step("prefill", 512, 4, 0)
+    for card_name, act_op, factor in (("gemma-3-1b", "ffn_act", 3.0), ("llama-3.1-8b", "ffn_act", 1.0),
+                                      ("qwen3-30b-a3b", "experts_act", 1.0)):
+        card, wl = _one_layer(card_name)
+        plain, slow = (timed_step(card, hw, step, wl, eff) for eff in (base, costly))
+        assert float(slow.by_op[act_op]) == pytest.approx(factor * float(plain.by_op[act_op]), rel=1e-9)
+        assert float(slow.by_op["norms"]) == pytest.approx(float(plain.by_op["norms"]), rel=1e-12)
+
+
+def test_bad_activation_cost_in_a_calibration_is_one_line(tmp_path):
+    data = STORE.hardware("h100-sxm").model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["calibration"] = {"values": {"memory": 0.8}, "activation_cost": {"gelu_tanh": -2}}
+    (tmp_path / "hardware").mkdir()
+    (tmp_path / "hardware" / "h100-sxm.yaml").write_text(yaml.safe_dump(data))
+    r = run_cli("predict", "--model", "llama-3.1-8b", "--hw", "h100-sxm", "--cards", str(tmp_path))
+    assert r.returncode == 2 and "activation_cost" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_qk_norm_is_charged_and_splits_with_the_heads():
+    from roofline.perf.ops import Step, step_ops
+    from roofline.perf.parallel import shard_ops
+
+    hw = STORE.hardware("h100-sxm")
+    step = Step("prefill", 256, 2, 0)
+    qwen = {o.name: o for o in step_ops(_one_layer("qwen3-8b")[0], hw, step)}
+    assert "qk_norm" not in {o.name for o in step_ops(_one_layer("llama-3.1-8b")[0], hw, step)}
+    att = STORE.model("qwen3-8b").architecture.attention
+    assert qwen["qk_norm"].act_bytes == 512 * (att.num_heads + att.num_kv_heads) * att.head_dim * 2 * 2 * 2
+    sharded = {o.name: o for o in shard_ops(list(qwen.values()), 4)}
+    assert sharded["qk_norm"].act_bytes == qwen["qk_norm"].act_bytes / 4
+    assert sharded["norms"].act_bytes == qwen["norms"].act_bytes
+
+
 def test_scan_efficiency_times_the_recurrent_scan_only():
     from roofline.perf.ops import Step
     from roofline.perf.request import timed_step

@@ -80,6 +80,20 @@ def attention(device: str, dtype: str = "fp32", contexts=(256, 1024, 4096), head
     return {"dtype": dtype, "by_context": rates}
 
 
+ACTIVATION_SHAPE = (2048, 6912)  # [tokens, inner] of the probe: a 2,048-token prefill step through Gemma-3-1B's MLP
+
+
+def activations(device: str, dtype: str, shape=ACTIVATION_SHAPE) -> dict:
+    """Seconds of the engine's gated activation pass (act(gate) * up, `modules.activate`) per activation function,
+    over a fused [tokens, 2 inner] projection: elementwise kernels differ by function (tanh-GELU is compute-bound on
+    CPUs), which the op graph's bytes alone cannot tell."""
+    from roofline.engine.model.modules import ACTIVATIONS, activate
+
+    h = torch.randn(shape[0], 2 * shape[1], device=device, dtype=DTYPES[dtype])
+    return {name: timeit(lambda act=act: activate(act, h, True), device, repeats=5, min_seconds=0.05, best=True)
+            for name, act in ACTIVATIONS.items()}
+
+
 def launch_overhead(device: str) -> float:
     """Seconds for one tiny kernel (the fixed cost of a launch / an op dispatch)."""
     x = torch.ones(8, device=device)

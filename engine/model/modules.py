@@ -85,6 +85,14 @@ ACTIVATIONS = {"silu": F.silu, "gelu_tanh": lambda x: F.gelu(x, approximate="tan
                "relu2": lambda x: F.relu(x).square(), "swiglu_clamped": F.silu}
 
 
+def activate(act, h: torch.Tensor, gated: bool) -> torch.Tensor:
+    """An MLP's activation pass: act(gate) * up over the halves of a fused [T, 2 inner] projection, or act(h)."""
+    if gated:
+        gate, up = h.chunk(2, dim=-1)
+        return act(gate) * up
+    return act(h)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
         super().__init__()
@@ -107,11 +115,7 @@ class MLP(nn.Module):
         self.down = Linear(inner, hidden, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.up(x)
-        if self.gated:
-            gate, up = h.chunk(2, dim=-1)
-            return self.down(self.act(gate) * up)
-        return self.down(self.act(h))
+        return self.down(activate(self.act, self.up(x), self.gated))
 
 
 class MoE(nn.Module):
@@ -153,12 +157,7 @@ class MoE(nn.Module):
         return out + self.shared(x) if self.shared is not None else out
 
     def _expert(self, e: int, x: torch.Tensor) -> torch.Tensor:
-        h = linear(x, self.w_up[e], None if self.b_up is None else self.b_up[e])
-        if self.gated:
-            gate, up = h.chunk(2, dim=-1)
-            h = self.act(gate) * up
-        else:
-            h = self.act(h)
+        h = activate(self.act, linear(x, self.w_up[e], None if self.b_up is None else self.b_up[e]), self.gated)
         return linear(h, self.w_down[e], None if self.b_down is None else self.b_down[e])
 
 

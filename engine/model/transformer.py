@@ -52,7 +52,7 @@ class Block(nn.Module):
             f = arch.ffn
             self.ffn = MLP(h, f.intermediate_size, f.activation, f.gated, f.bias)
         elif layer.ffn == "moe":
-            self.ffn = MoE(h, arch.moe, arch.ffn.activation if arch.ffn else ("relu2" if not arch.moe.gated else "silu"))
+            self.ffn = MoE(h, arch.moe, arch.moe_activation)
         sandwich = arch.norms_per_layer == 4
         self.norm_mixer = RMSNorm(h, RMS_EPS) if self.mixer is not None else None
         self.norm_ffn = RMSNorm(h, RMS_EPS) if self.ffn is not None else None

@@ -38,6 +38,15 @@ HELD_OUT_SHARE = 0.3
 RAMP_STARTS = ({}, {"compute": 0.95, "gemm_half_tokens": 128.0}, {"compute": 0.5, "gemm_half_tokens": 32.0})
 
 
+# the fitted `memory_act` is this activation's pass rate (most cards run it); the others are timed relative to it
+REFERENCE_ACTIVATION = "silu"
+
+
+def activation_costs(seconds: dict[str, float]) -> dict[str, float]:
+    """Each activation's measured pass time over the reference activation's (microbench.activations)."""
+    return {name: round(s / seconds[REFERENCE_ACTIVATION], 3) for name, s in seconds.items()}
+
+
 def engine_quant(dtype: str, weights: str | None = None) -> str:
     """The engine's formats as a roofline --quant: every weight in `dtype`; with weight-only int8/int4 the linear
     layers (lm_head included) in that format while MoE expert banks and the embedding stay in `dtype`."""
@@ -62,9 +71,11 @@ def predict_step(r: StepRecord, hw: HardwareCard, eff: Efficiency, store: CardSt
 
 
 def fit_records(records: list[StepRecord], hw: HardwareCard, store: CardStore, on_step=None,
-                gemv_max_tokens: int | None = None) -> tuple[Efficiency, dict]:
+                gemv_max_tokens: int | None = None,
+                activation_cost: dict[str, float] | None = None) -> tuple[Efficiency, dict]:
     """Fit on the fitting split; report errors on both splits per phase. Returns (efficiency, summary).
-    `gemv_max_tokens`, where the measured runtime states it, is taken as given; else tried on a grid."""
+    `gemv_max_tokens`, where the measured runtime states it, is taken as given; else tried on a grid;
+    `activation_cost` (measured) is kept as given."""
     cache: dict = {}
     fit = [r for r in records if not is_held_out(r)]
     held = [r for r in records if is_held_out(r)]
@@ -75,7 +86,8 @@ def fit_records(records: list[StepRecord], hw: HardwareCard, store: CardStore, o
     params = CPU_PARAMS if hw.kind == "cpu" else GPU_PARAMS
     measured = [r.seconds for r in fit]
     candidates = (gemv_max_tokens,) if gemv_max_tokens else GEMV_MAX_TOKENS
-    fits = [fit_efficiency(predict(fit), measured, replace(expected_efficiency(hw), gemv_max_tokens=rows, **start),
+    base = replace(expected_efficiency(hw), activation_cost=activation_cost or {})
+    fits = [fit_efficiency(predict(fit), measured, replace(base, gemv_max_tokens=rows, **start),
                            params, on_step=on_step) for rows in candidates for start in RAMP_STARTS]
     eff = min(fits, key=lambda e: fit_loss(predict(fit), measured, e))
     summary = {}
@@ -105,6 +117,7 @@ def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured
     values = {k: getattr(eff, k) for k in names if getattr(eff, k) is not None}
     data["calibration"] = {
         **meta, "date": dt.date.today().isoformat(), "values": values, "microbench": measured,
+        **({"activation_cost": eff.activation_cost} if eff.activation_cost else {}),
         "residuals": {k: v for k, v in summary.items() if not k.endswith("_points")},
         "points": {"fit": len(summary["fit_points"]), "held_out": len(summary["held_out_points"])},
         # every measured step, enough to refit offline: fit_records([StepRecord.from_dict(m) for m in ...])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from roofline.calibrate.calibration import calibrated_card, fit_records
+from roofline.calibrate.calibration import activation_costs, calibrated_card, fit_records
 from roofline.calibrate.grids import grid_points, grid_spec
 from roofline.calibrate.quality import assess
 from roofline.cards.hardware import HardwareCard
@@ -41,6 +41,7 @@ def microbenchmarks(microbench, dev: str, dtype: str | None, full: bool, advance
     advance(2)
     measured["attention"] = microbench.attention(dev, dtype, (256, 1024, 4096) if full else (256, 1024))
     measured["launch_s"] = microbench.launch_overhead(dev)
+    measured["activations_s"] = microbench.activations(dev, dtype)
     advance(2)
     return measured, dtype
 
@@ -109,7 +110,8 @@ def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: s
     probe = base if peaks is None else with_measured(base, measured, peaks)
     progress.stage("fitting")
     eff, summary = fit_records(records, probe, store, on_step=lambda: progress.advance(0.1),
-                               gemv_max_tokens=eng.bench.matrix_vector_rows(dev, dtype))
+                               gemv_max_tokens=eng.bench.matrix_vector_rows(dev, dtype),
+                               activation_cost=activation_costs(measured["activations_s"]))
     meta = {"device": eng.device.name(dev), **eng.device.versions(), "dtype": dtype, "grid": grid}
     data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
                            measured_peaks=peaks)

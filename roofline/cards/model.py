@@ -260,6 +260,14 @@ class Architecture(Strict):
                 raise ValueError(f"layer type '{letter}' has an FFN but the card has neither an ffn nor a moe section")
         return self
 
+    @property
+    def moe_activation(self) -> str:
+        """The experts' activation: the card's dense FFN's where it has one, else squared ReLU for ungated experts
+        (Nemotron-H) and SiLU for gated ones."""
+        if self.ffn is not None:
+            return self.ffn.activation
+        return "silu" if self.moe.gated else "relu2"
+
     def pattern_letters(self) -> str:
         if self.layer_pattern is None:
             return ("L" if self.mla is not None else "A") * self.num_layers

@@ -55,6 +55,9 @@ class Efficiency:
     # prefill budget); each chunk re-reads the weights. 0: the whole prompt in one step
     # weight format -> large-GEMM efficiency of its kernels, over the math dtype's (llama.cpp MMQ per k-quant)
     compute_by_format: dict[str, float] = field(default_factory=dict)
+    # activation function -> its elementwise pass's time over SiLU's at the same bytes (calibrate measures it: eager
+    # CPU kernels run tanh-GELU ~2-3x slower than SiLU); absent = 1 (fused or bandwidth-bound kernels)
+    activation_cost: dict[str, float] = field(default_factory=dict)
     source: str = "datasheet peaks, no overhead (ceiling)"
     runtime: str = "generic"  # the runtime profile (name@version) these figures assume
 
@@ -97,7 +100,7 @@ DEFAULTS: dict[str, Efficiency] = {
 DEFAULTS["accelerator"] = DEFAULTS["gpu"]
 
 
-_KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format"}
+_KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "activation_cost"}
 FRACTIONS = ("memory", "memory_gemv", "memory_kv", "memory_act", "gemm_floor", "compute", "compute_fp32",
              "compute_bf16", "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")  # in (0, 1]
 
@@ -106,7 +109,7 @@ def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[st
     values = section.get("values", section)
     out = {}
     for key, value in values.items():
-        if key in ("source", "date", "device", "points", "residuals", "versions", "notes"):
+        if key in ("source", "date", "device", "points", "residuals", "versions", "notes", "activation_cost"):
             continue
         if key not in _KNOWN:
             raise CardError(hw.name, f"{where}.{key}", f"unknown efficiency field; use one of {', '.join(sorted(_KNOWN))}")
@@ -117,12 +120,24 @@ def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[st
     return out
 
 
+def _activation_cost(hw: HardwareCard, section: dict[str, Any], where: str,
+                     base: dict[str, float] | None = None) -> dict[str, float]:
+    """A section's cost per activation function (time over SiLU's; calibrate measures it) over `base`, checked."""
+    costs = section.get("activation_cost", {})
+    if not isinstance(costs, dict) or not all(isinstance(k, str) and isinstance(v, (int, float)) and 0 < v < 1e3
+                                              for k, v in costs.items()):
+        raise CardError(hw.name, f"{where}.activation_cost", f"{costs!r} is not a mapping of activation names to "
+                        "positive time ratios (e.g. {silu: 1.0, gelu_tanh: 2.3}); rerun roofline calibrate")
+    return {**(base or {}), **{k: float(v) for k, v in costs.items()}}
+
+
 def expected_efficiency(hw: HardwareCard, runtime: RuntimeChoice | None = None) -> Efficiency:
     """The efficiency `expected` mode uses on this card under `runtime` (None: generic), with its provenance in
     `source` and the runtime in `runtime`."""
     eff = DEFAULTS[default_key(hw)]
     if hw.efficiency:
         eff = replace(eff, **_overrides(hw, hw.efficiency, "efficiency"),
+                      activation_cost=_activation_cost(hw, hw.efficiency, "efficiency"),
                       source=hw.efficiency.get("source", f"{hw.name} card's efficiency section"))
     if runtime is not None and runtime.profile.name != "roofline-engine":
         return runtime_efficiency(eff, hw, runtime)
@@ -131,7 +146,7 @@ def expected_efficiency(hw: HardwareCard, runtime: RuntimeChoice | None = None) 
     if hw.calibration:
         cal = hw.calibration
         eff = replace(eff, **_overrides(hw, cal, "calibration"),
-                      source=f"calibrated on {cal.get('date', '?')} on {cal.get('device', '?')}")
+                      activation_cost=_activation_cost(hw, cal, "calibration", eff.activation_cost), source=f"calibrated on {cal.get('date', '?')} on {cal.get('device', '?')}")
     return eff
 
 

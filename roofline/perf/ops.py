@@ -71,6 +71,7 @@ class Op:
     experts_touched: Num = 0.0  # MoE experts: distinct experts run (engines that launch per expert pay each)
     gemm: bool = True  # a weight matmul (tensor cores, tile padding); False: attention core, scans, norms
     elementwise: bool = False  # an activation pass (norms, residual adds, activation functions, MoE gather/scatter)
+    activation: str = ""  # the activation function an elementwise pass applies (its cost differs: tanh-GELU, SiLU)
     kv_shards: int = 0  # ways its KV/state splits under tensor parallelism (kv heads; 1 = replicated MLA latent)
     link_bytes: Num = 0.0  # bytes each GPU sends over the interconnect (collectives only)
     link_hops: int = 0  # latency-bound hops per collective
@@ -113,9 +114,11 @@ def attention_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: in
     core = Op("attention", "attention", f.act_dtype, step.batch * pairs * 4.0 * lay.num_heads * lay.head_dim,
               act_bytes=2 * t * q_out * f.act_bytes, kv_read_bytes=step.batch * _span(step, lay.window) * kv_tok,
               kv_write_bytes=t * kv_tok, count=count, gemm=False, kv_shards=lay.num_kv_heads)
-    return [matmul("qkv_proj", "projection", "attention", qkv_params(card.architecture, lay), t, h, qkv_out, f,
-                   count), core,
-            matmul("o_proj", "projection", "attention", q_out * h, t, q_out, h, f, count)]
+    ops = [matmul("qkv_proj", "projection", "attention", qkv_params(card.architecture, lay), t, h, qkv_out, f, count),
+           core, matmul("o_proj", "projection", "attention", q_out * h, t, q_out, h, f, count)]
+    if card.architecture.attention.qk_norm:  # RMSNorm over each query and key head (Qwen3, Gemma 3, OLMo 2)
+        ops.append(norm_op(t, (lay.num_heads + lay.num_kv_heads) * lay.head_dim, f, count, 2, 0, "qk_norm"))
+    return ops
 
 
 def mla_ops(card: ModelCard, step: Step, f: Formats, count: int) -> list[Op]:
@@ -293,10 +296,11 @@ def gemv_expert_share(num_experts: int, k: int, tokens: Num, max_rows: float) ->
 
 
 def activation_pass(name: str, op_class: str, rows: Num, values_per_row: Num, f: Formats, count: int,
-                    kernels: int = 1) -> Op:
-    """An elementwise pass over activations: `values_per_row` values read and written per row, no weights."""
+                    kernels: int = 1, activation: str = "") -> Op:
+    """An elementwise pass over activations: `values_per_row` values read and written per row, no weights;
+    `activation`: the function it applies, if any."""
     return Op(name, op_class, f.act_dtype, 0.0, act_bytes=rows * values_per_row * f.act_bytes, count=count,
-              kernels=kernels, gemm=False, elementwise=True)
+              kernels=kernels, gemm=False, elementwise=True, activation=activation)
 
 
 # MoE routed rows: gathered (read, write), scaled by their router weight (read, write) and added back into their
@@ -311,7 +315,8 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
         fc = arch.ffn
         return [matmul("ffn", "ffn", "ffn", mlp_params(h, fc.intermediate_size, fc.gated, fc.bias), t, h,
                        mlp_activation_width(fc.intermediate_size, fc.gated), f, count, kernels=2),
-                activation_pass("ffn_act", "ffn", t, mlp_activation_width(fc.intermediate_size, fc.gated), f, count)]
+                activation_pass("ffn_act", "ffn", t, mlp_activation_width(fc.intermediate_size, fc.gated), f, count,
+                                activation=fc.activation)]
     if lay.ffn != "moe":
         return []
     e = arch.moe
@@ -324,25 +329,26 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
               routed * (2 * width + mlp_activation_width(e.expert_intermediate_size, e.gated)) * f.act_bytes, count=count,
               kernels=3, gemm_tokens=routed / touched, experts_touched=touched,
               routing=(e.num_experts, e.experts_per_token), weight_format=f.component_format("experts")),
-           activation_pass("experts_act", "moe", routed,
-                           mlp_activation_width(e.expert_intermediate_size, e.gated) + MOE_ROW_PASSES * width, f, count,
-                           kernels=0)]  # launched per expert: the experts op's kernels_per_expert counts them
+           # launched per expert: the experts op's kernels_per_expert counts them
+           activation_pass("experts_act", "moe", routed, mlp_activation_width(e.expert_intermediate_size, e.gated), f,
+                           count, kernels=0, activation=arch.moe_activation),
+           activation_pass("experts_rows", "moe", routed, MOE_ROW_PASSES * width, f, count, kernels=0)]
     if e.latent_size:
         ops.append(matmul("latent_proj", "moe", "experts", 2 * h * e.latent_size, t, h, e.latent_size, f, count, 2))
     if e.num_shared_experts:
         inner = e.shared_expert_intermediate_size or e.num_shared_experts * e.expert_intermediate_size
         ops += [matmul("shared_experts", "moe", "shared_experts", mlp_params(h, inner, e.gated), t, h,
                        mlp_activation_width(inner, e.gated), f, count, kernels=2),
-                activation_pass("shared_act", "moe", t, mlp_activation_width(inner, e.gated), f, count)]
+                activation_pass("shared_act", "moe", t, mlp_activation_width(inner, e.gated), f, count,
+                                activation=arch.moe_activation)]
     return ops
 
 
-def norm_op(card: ModelCard, step: Step, f: Formats, count: int, norms: int, residual_adds: int) -> Op:
-    """RMSNorms (read and write the hidden state, ~5 FLOPs a value) and residual adds (read two, write one), one per
-    residual block."""
-    h = card.architecture.hidden_size
-    return Op("norms", "norm", f.act_dtype, 5.0 * step.tokens * h * norms,
-              act_bytes=step.tokens * h * f.act_bytes * (2 * norms + 3 * residual_adds), count=count,
+def norm_op(rows: Num, width: int, f: Formats, count: int, norms: int, residual_adds: int, name: str = "norms") -> Op:
+    """`norms` RMSNorms over `width` values a row (read and write them, ~5 FLOPs a value) and residual adds (read
+    two, write one), one per residual block."""
+    return Op(name, "norm", f.act_dtype, 5.0 * rows * width * norms,
+              act_bytes=rows * width * f.act_bytes * (2 * norms + 3 * residual_adds), count=count,
               kernels=norms, gemm=False, elementwise=True)  # serving runtimes fuse the add into the norm's kernel
 
 
@@ -362,7 +368,8 @@ def layer_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -
     if lay.has_mamba2:  # Mamba-2 layers, and the Mamba-2 half of parallel hybrids
         ops += mamba2_ops(card, lay, step, f, count)
     ops += ffn_ops(card, lay, step, f, count)
-    ops.append(norm_op(card, step, f, count, norms_in_layer(card.architecture, lay), lay.blocks))
+    ops.append(norm_op(step.tokens, card.architecture.hidden_size, f, count, norms_in_layer(card.architecture, lay),
+                       lay.blocks))
     return ops
 
 

@@ -24,12 +24,13 @@ def _kv_share(op: Op, tp: int) -> float:
 
 
 def shard_ops(ops: list[Op], tp: int) -> list[Op]:
-    """Each GPU's share of every op under `tp`-way tensor parallelism (norms and the router replicate)."""
+    """Each GPU's share of every op under `tp`-way tensor parallelism (the hidden-state norms and the router
+    replicate; q/k norms split with their heads)."""
     if tp == 1:
         return ops
     out = []
     for op in ops:
-        if op.op_class == "norm" or op.name == "router":
+        if op.name in ("norms", "router"):
             out.append(op)
             continue
         kv = _kv_share(op, tp)

@@ -34,10 +34,12 @@ def _peak(hw: HardwareCard, dtype: str) -> float:
 def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
     """Achieved bytes/s of one op: matrix-vector work (up to `gemv_max_tokens` rows) streams at `memory_gemv`, the
     attention core's KV reads at `memory_kv`, elementwise activation passes at `memory_act`, everything else at
-    `memory` (each kernel kind reaches its own fraction of the bus)."""
+    `memory` (each kernel kind reaches its own fraction of the bus), an activation function's pass slowed by its
+    measured `activation_cost`."""
     full = hw.memory.bandwidth_bytes_per_s
-    if op.elementwise and eff.memory_act is not None:
-        return full * eff.memory_act
+    if op.elementwise:
+        act = eff.memory if eff.memory_act is None else eff.memory_act
+        return full * act / eff.activation_cost.get(op.activation, 1.0)
     if op.op_class == "attention" and not op.gemm and eff.memory_kv is not None:
         return full * eff.memory_kv
     if eff.memory_gemv is None or not op.gemm:
