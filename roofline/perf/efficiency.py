@@ -146,7 +146,8 @@ def expected_efficiency(hw: HardwareCard, runtime: RuntimeChoice | None = None) 
     if hw.calibration:
         cal = hw.calibration
         eff = replace(eff, **_overrides(hw, cal, "calibration"),
-                      activation_cost=_activation_cost(hw, cal, "calibration", eff.activation_cost), source=f"calibrated on {cal.get('date', '?')} on {cal.get('device', '?')}")
+                      activation_cost=_activation_cost(hw, cal, "calibration", eff.activation_cost),
+                      source=f"calibrated on {cal.get('date', '?')} on {cal.get('device', '?')}")
     return eff
 
 
