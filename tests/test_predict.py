@@ -98,6 +98,41 @@ def test_expected_experts_touched():
     assert expected_experts_touched(128, 4, 10**6) == pytest.approx(128)
 
 
+def test_concentrated_routing_touches_fewer_experts_per_prompt():
+    """The beta-binomial count: one token per sequence (decode) is uniform whatever the concentration; a prompt's
+    tokens touch fewer experts as the concentration falls, approaching uniform as it grows; more sequences, more."""
+    uniform = expected_experts_touched(128, 8, 64)
+    for c in (1.0, 10.0, 100.0):
+        assert expected_experts_touched(128, 8, 16, 16, c) == pytest.approx(expected_experts_touched(128, 8, 16))
+    few, some, near = (float(expected_experts_touched(128, 8, 64, 1, c)) for c in (2.0, 20.0, 1e7))
+    assert few < some < near < uniform and near == pytest.approx(uniform, rel=1e-4)
+    assert float(expected_experts_touched(128, 8, 64, 4, 20.0)) > some
+    # Beta(a, b) with a + b = c: E[(1-q)^n] = prod_{j<n} (b + j) / (c + j); n = 3 by hand
+    c, b = 20.0, 20.0 * (1 - 8 / 128)
+    miss = (b / c) * ((b + 1) / (c + 1)) * ((b + 2) / (c + 2))
+    assert float(expected_experts_touched(128, 8, 3, 1, c)) == pytest.approx(128 * (1 - miss))
+
+
+def test_routing_concentration_reads_fewer_expert_weights():
+    from dataclasses import replace as dc_replace
+
+    from roofline.perf.efficiency import expected_efficiency
+    from roofline.perf.request import timed_step
+
+    hw = STORE.hardware("h100-sxm")
+    card = STORE.model("qwen3-30b-a3b")
+    wl = make_workload(prompt_tokens=64, output_tokens=2)
+    eff = expected_efficiency(hw)
+    prefill, decode = Step("prefill", 64, 1, 0), Step("decode", 1, 8, 64)
+    for step, fewer in ((prefill, True), (decode, False)):
+        plain = timed_step(card, hw, step, wl, eff)
+        skewed = timed_step(card, hw, step, wl, dc_replace(eff, routing_concentration=5.0))
+        if fewer:
+            assert float(skewed.by_op["experts"]) < 0.8 * float(plain.by_op["experts"])
+        else:
+            assert float(skewed.by_op["experts"]) == pytest.approx(float(plain.by_op["experts"]), rel=1e-9)
+
+
 def op(ops, name):
     return next(o for o in ops if o.name == name)
 

@@ -27,7 +27,8 @@ from roofline.perf.workload import Workload
 from roofline.sizing.reduce import reduce_card
 
 CPU_PARAMS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "gemm_half_tokens", "gemm_floor",
-              "attention", "scan", "kernel_overhead_s", "kernels_per_expert", "step_overhead_s", "sequence_overhead_s")
+              "attention", "scan", "kernel_overhead_s", "kernels_per_expert", "routing_concentration",
+              "step_overhead_s", "sequence_overhead_s")
 # a row threshold, so tried on a grid (one pattern search per value) rather than stepped by the pattern search
 GEMV_MAX_TOKENS = (1, 4, 8, 16, 32)
 GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens",)

@@ -10,6 +10,7 @@ Units: FLOPs, bytes. Shapes in comments: T = batch * n tokens in the step.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -276,9 +277,22 @@ def mamba2_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) 
     ]
 
 
-def expected_experts_touched(num_experts: int, k: int, tokens: Num) -> Num:
-    """Distinct experts hit when `tokens` tokens each route to k of E uniformly: E * (1 - (1 - k/E)^T)."""
-    return num_experts * (1.0 - (1.0 - k / num_experts) ** tokens)
+def expected_experts_touched(num_experts: int, k: int, tokens: Num, sequences: Num = 1,
+                             concentration: float = 0.0) -> Num:
+    """Distinct experts hit when `tokens` tokens each route to k of E. Uniform routing (`concentration` 0):
+    E * (1 - (1 - k/E)^T). Routers that favour some experts for a whole sequence (tokens of one prompt share a
+    direction): each of the `sequences` draws each expert's per-token chance q ~ Beta(c k/E, c (1 - k/E)) and its
+    T/S tokens miss that expert with E[(1 - q)^(T/S)] = Gamma(b + n) Gamma(c) / (Gamma(b) Gamma(c + n)); smaller
+    c, fewer experts (the beta-binomial); one token per sequence (decode) is uniform whatever c."""
+    if not concentration:
+        return num_experts * (1.0 - (1.0 - k / num_experts) ** tokens)
+    c, b = concentration, concentration * (1.0 - k / num_experts)
+    n = np.asarray(tokens, dtype=float) / np.maximum(sequences, 1)
+    miss = np.exp(_lgamma(b + n) + math.lgamma(c) - math.lgamma(b) - _lgamma(c + n))
+    return num_experts * (1.0 - miss ** np.maximum(sequences, 1))
+
+
+_lgamma = np.vectorize(math.lgamma, otypes=[float])
 
 
 def gemv_expert_share(num_experts: int, k: int, tokens: Num, max_rows: float) -> Num:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.schema import Num
 from roofline.perf.efficiency import Efficiency
-from roofline.perf.ops import Op, gemv_expert_share
+from roofline.perf.ops import Op, expected_experts_touched, gemv_expert_share
 
 
 @dataclass
@@ -75,6 +75,8 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         if op.op_class == "comm":
             _add_link(st, op, hw, eff)
             continue
+        if op.routing is not None and eff.routing_concentration:
+            op = concentrated_routing(op, eff.routing_concentration, tokens, sequences)
         c, m = compute_seconds(op, hw, eff, tokens), op.bytes / bandwidth(op, hw, eff, tokens)
         limited = np.maximum(c, m) * op.count
         ovh = (op.kernels + eff.kernels_per_expert * op.experts_touched) * op.count * eff.kernel_overhead_s
@@ -87,6 +89,16 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         st.by_class[op.op_class] = st.by_class.get(op.op_class, 0.0) + limited + ovh
         st.by_op[op.name] = st.by_op.get(op.name, 0.0) + limited + ovh
     return st
+
+
+def concentrated_routing(op: Op, concentration: float, tokens: Num, sequences: Num) -> Op:
+    """The MoE experts op with the experts a step touches when each sequence's tokens favour some experts
+    (`expected_experts_touched` with a concentration): fewer weights read, more tokens per expert GEMM."""
+    num_experts, k = op.routing
+    touched = expected_experts_touched(num_experts, k, tokens, np.maximum(sequences, 1), concentration)
+    scale = touched / np.maximum(op.experts_touched, 1e-12)
+    return replace(op, weight_bytes=op.weight_bytes * scale, experts_touched=touched,
+                   gemm_tokens=None if op.gemm_tokens is None else op.gemm_tokens / scale)
 
 
 def _add_link(st: StepTime, op: Op, hw: HardwareCard, eff: Efficiency) -> None:
