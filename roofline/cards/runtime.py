@@ -24,7 +24,8 @@ Fraction = float  # (0, 1], checked by EfficiencyOverrides
 FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "compute_fp32", "compute_bf16",
                    "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "gemm_floor", "link")
 NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "kernel_overhead_s", "kernels_per_expert",
-                 "routing_concentration", "step_overhead_s", "sequence_overhead_s", "prefill_chunk_tokens", "allreduce_latency_hops")
+                 "routing_concentration", "step_overhead_s", "sequence_overhead_s", "prefill_chunk_tokens",
+                 "allreduce_latency_hops")
 SCOPE_KINDS = ("gpu", "soc", "apple", "cpu", "accelerator")
 
 
