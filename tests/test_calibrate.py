@@ -300,7 +300,7 @@ def test_thin_gemms_up_to_gemv_max_tokens_stream_like_one_row():
 @pytest.mark.parametrize("tokens", [1, 2, 7, 64, 512])
 def test_gemv_expert_share_is_the_binomial_share(tokens):
     """One row: E*T*p*(1-p)^(T-1) / touched (exactly one token); rows >= T: every touched expert."""
-    from roofline.perf.ops import expected_experts_touched, gemv_expert_share
+    from roofline.perf.routing import expected_experts_touched, gemv_expert_share
 
     e, k = 128, 8
     p = k / e

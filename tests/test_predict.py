@@ -13,7 +13,8 @@ import roofline
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import CEILING
-from roofline.perf.ops import Step, attended_pairs, expected_experts_touched, step_ops
+from roofline.perf.ops import Step, attended_pairs, step_ops
+from roofline.perf.routing import expected_experts_touched
 from roofline.perf.workload import Workload, make_workload
 from roofline.sizing.params import param_counts, total_params
 

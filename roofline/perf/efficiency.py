@@ -49,7 +49,7 @@ class Efficiency:
     kernel_overhead_s: float = 0.0  # fixed cost per kernel launch
     kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)
     routing_concentration: float = 0.0  # how evenly a sequence's tokens spread over the experts (the Beta
-    # concentration of ops.expected_experts_touched; smaller = fewer experts per prompt). 0: uniform routing, the
+    # concentration of routing.expected_experts_touched; smaller = fewer experts per prompt). 0: uniform routing, the
     # default for trained routers (no published per-prompt counts to fit); the engine's random routers are fitted
     step_overhead_s: float = 0.0  # fixed cost per forward step (sampling, scheduling, host sync)
     sequence_overhead_s: float = 0.0  # host work per sequence a step schedules (its block-table row, positions,

@@ -10,7 +10,6 @@ Units: FLOPs, bytes. Shapes in comments: T = batch * n tokens in the step.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ import numpy as np
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.cards.schema import Num
+from roofline.perf.routing import expected_experts_touched
 from roofline.sizing.kv import (
     compressed_entry_values,
     layer_kv_values_per_token,
@@ -277,38 +277,6 @@ def mamba2_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) 
     ]
 
 
-def expected_experts_touched(num_experts: int, k: int, tokens: Num, sequences: Num = 1,
-                             concentration: float = 0.0) -> Num:
-    """Distinct experts hit when `tokens` tokens each route to k of E. Uniform routing (`concentration` 0):
-    E * (1 - (1 - k/E)^T). Routers that favour some experts for a whole sequence (tokens of one prompt share a
-    direction): each of the `sequences` draws each expert's per-token chance q ~ Beta(c k/E, c (1 - k/E)) and its
-    T/S tokens miss that expert with E[(1 - q)^(T/S)] = Gamma(b + n) Gamma(c) / (Gamma(b) Gamma(c + n)); smaller
-    c, fewer experts (the beta-binomial); one token per sequence (decode) is uniform whatever c."""
-    if not concentration:
-        return num_experts * (1.0 - (1.0 - k / num_experts) ** tokens)
-    c, b = concentration, concentration * (1.0 - k / num_experts)
-    n = np.asarray(tokens, dtype=float) / np.maximum(sequences, 1)
-    miss = np.exp(_lgamma(b + n) + math.lgamma(c) - math.lgamma(b) - _lgamma(c + n))
-    return num_experts * (1.0 - miss ** np.maximum(sequences, 1))
-
-
-_lgamma = np.vectorize(math.lgamma, otypes=[float])
-
-
-def gemv_expert_share(num_experts: int, k: int, tokens: Num, max_rows: float) -> Num:
-    """Of the experts T tokens touch, the expected share that at most `max_rows` tokens route to (they run as
-    matrix-vector kernels): P(1 <= X <= max_rows) / P(X >= 1), X ~ Binomial(T, p = k / E)."""
-    p, t = k / num_experts, np.asarray(tokens, dtype=float)
-    if p >= 1.0:  # every expert sees every token
-        return np.where(t <= max_rows, 1.0, 0.0)
-    term = none = (1.0 - p) ** t  # P(X = 0)
-    few = np.zeros_like(term)
-    for j in range(1, int(max_rows) + 1):  # P(X = j) from P(X = j - 1)
-        term = term * np.maximum(t - j + 1, 0.0) / j * p / (1.0 - p)
-        few = few + term
-    return np.minimum(few / np.maximum(1.0 - none, 1e-12), 1.0)
-
-
 def activation_pass(name: str, op_class: str, rows: Num, values_per_row: Num, f: Formats, count: int,
                     kernels: int = 1, activation: str = "") -> Op:
     """An elementwise pass over activations: `values_per_row` values read and written per row, no weights;
@@ -327,10 +295,10 @@ def ffn_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> 
     h = arch.hidden_size
     if lay.ffn == "dense":
         fc = arch.ffn
-        return [matmul("ffn", "ffn", "ffn", mlp_params(h, fc.intermediate_size, fc.gated, fc.bias), t, h,
-                       mlp_activation_width(fc.intermediate_size, fc.gated), f, count, kernels=2),
-                activation_pass("ffn_act", "ffn", t, mlp_activation_width(fc.intermediate_size, fc.gated), f, count,
-                                activation=fc.activation)]
+        act_width = mlp_activation_width(fc.intermediate_size, fc.gated)
+        return [matmul("ffn", "ffn", "ffn", mlp_params(h, fc.intermediate_size, fc.gated, fc.bias), t, h, act_width, f,
+                       count, kernels=2),
+                activation_pass("ffn_act", "ffn", t, act_width, f, count, activation=fc.activation)]
     if lay.ffn != "moe":
         return []
     e = arch.moe

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
+from roofline.cards.schema import Num
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import CEILING, Efficiency, expected_efficiency
 from roofline.perf.ops import Op, Step, layer_ops, matmul, step_ops

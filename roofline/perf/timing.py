@@ -9,7 +9,8 @@ import numpy as np
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.schema import Num
 from roofline.perf.efficiency import Efficiency
-from roofline.perf.ops import Op, expected_experts_touched, gemv_expert_share
+from roofline.perf.ops import Op
+from roofline.perf.routing import expected_experts_touched, gemv_expert_share
 
 
 @dataclass
