@@ -139,6 +139,15 @@ def test_cli_takes_a_checkpoint_folder(tmp_path, isolated_home):
     assert not (isolated_home / "escape.yaml").exists()
 
 
+def test_a_lone_weights_file_points_to_its_folder(tmp_path, isolated_home):
+    cfg = llama_config()
+    folder = write_checkpoint(tmp_path / "tiny-ckpt", cfg, llama_tensors(cfg), shards=1)
+    shard = next(folder.glob("*.safetensors"))
+    out = run_cli("predict", "--model", str(shard), "--hw", "h100-sxm")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "give its checkpoint folder" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
 def test_missing_shard_and_config(tmp_path):
     cfg = llama_config()
     folder = write_checkpoint(tmp_path / "c", cfg, llama_tensors(cfg), shards=2)

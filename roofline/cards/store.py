@@ -73,6 +73,8 @@ def validate_card(schema: type[Card], data: dict, path: object) -> Card:
 
 
 ModelLoader = Callable[[Path], ModelCard]
+# weight files that hold tensors but not the architecture: their folder (or config.json) is the model
+WEIGHT_FILE_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
 DIRECTORY = "/"  # the model_loaders key of the reader of a folder (a safetensors checkpoint)
 
 
@@ -167,6 +169,9 @@ class CardStore:
         if not name or not name.strip():
             raise RooflineError(f"no {what} given; pass a name (see `{LIST_CMD[kind]}`)")
         as_path = Path(name).expanduser()
+        if kind == "models" and as_path.suffix.lower() in WEIGHT_FILE_SUFFIXES and as_path.is_file():
+            raise RooflineError(f"{as_path}: a weights file alone has no architecture; give its checkpoint folder "
+                                "(config.json beside the *.safetensors), the config.json or a .gguf file")
         if as_path.suffix in (".yaml", ".yml", *self.model_loaders) or os.sep in name and as_path.exists():
             if as_path.is_dir() and kind == "models" and DIRECTORY in self.model_loaders:
                 return self.model_loaders[DIRECTORY](as_path)
