@@ -9,6 +9,8 @@ import numpy as np
 
 from roofline.cards.schema import Num
 
+_lgamma = np.vectorize(math.lgamma, otypes=[float])  # elementwise over token counts
+
 
 def expected_experts_touched(num_experts: int, k: int, tokens: Num, sequences: Num = 1,
                              concentration: float = 0.0) -> Num:
@@ -23,9 +25,6 @@ def expected_experts_touched(num_experts: int, k: int, tokens: Num, sequences: N
     n = np.asarray(tokens, dtype=float) / np.maximum(sequences, 1)
     miss = np.exp(_lgamma(b + n) + math.lgamma(c) - math.lgamma(b) - _lgamma(c + n))
     return num_experts * (1.0 - miss ** np.maximum(sequences, 1))
-
-
-_lgamma = np.vectorize(math.lgamma, otypes=[float])
 
 
 def gemv_expert_share(num_experts: int, k: int, tokens: Num, max_rows: float) -> Num:

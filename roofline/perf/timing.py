@@ -96,7 +96,7 @@ def concentrated_routing(op: Op, concentration: float, tokens: Num, sequences: N
     """The MoE experts op with the experts a step touches when each sequence's tokens favour some experts
     (`expected_experts_touched` with a concentration): fewer weights read, more tokens per expert GEMM."""
     num_experts, k = op.routing
-    touched = expected_experts_touched(num_experts, k, tokens, np.maximum(sequences, 1), concentration)
+    touched = expected_experts_touched(num_experts, k, tokens, sequences, concentration)
     scale = touched / np.maximum(op.experts_touched, 1e-12)
     return replace(op, weight_bytes=op.weight_bytes * scale, experts_touched=touched,
                    gemm_tokens=None if op.gemm_tokens is None else op.gemm_tokens / scale)
