@@ -112,3 +112,28 @@ def test_hardware_schema_rejects_sparse_free_dtypes_missing():
     data["peak_flops"] = {}
     with pytest.raises(Exception, match="at least one dtype"):
         HardwareCard.model_validate(data)
+
+
+@pytest.mark.parametrize("text,card", [("Meta-Llama-3-8B", "llama-3.1-8b"), ("ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF", "qwen2.5-7b"),
+                                       ("gpt-oss:20b", "gpt-oss-20b"), ("Qwen/Qwen3-4B-Instruct-2507", None)])
+def test_free_text_stating_a_size_needs_an_alias_of_that_size(text, card):
+    """'Qwen3-4B' has no card: the family alias 'qwen3' (on qwen3-8b) must not claim it."""
+    if card is None:
+        with pytest.raises(UnknownNameError):
+            CardStore().match("models", text)
+    else:
+        assert CardStore().match("models", text).name == card
+
+
+def test_a_published_checkpoint_name_carries_its_formats(tmp_path):
+    data = yaml.safe_load((bundled_dir() / "models" / "llama-3.1-8b.yaml").read_text())
+    data.update(name="my-model", aliases=["acme/My-Model"],
+                checkpoints={"acme/My-Model-FP8-mlp": {"weights": "ffn=fp8,default=bf16", "source": "its config.json"}})
+    write_card(tmp_path, "models", data)
+    st = CardStore([tmp_path])
+    assert st.model_and_format("ACME/my-model-fp8-MLP") == (st.model("my-model"), "ffn=fp8,default=bf16")
+    assert st.model_and_format("acme/My-Model") == (st.model("my-model"), None)
+    data["checkpoints"]["acme/My-Model-FP8-mlp"]["weights"] = "mlp=fp8"
+    write_card(tmp_path, "models", data)
+    with pytest.raises(CardError, match="unknown component 'mlp'"):
+        CardStore([tmp_path]).model("my-model")

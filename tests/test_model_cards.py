@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from roofline.cards.model import ModelCard
-from roofline.cards.store import CardStore, bundled_dir, load_card
+from roofline.cards.store import CardStore, bundled_dir, load_card, names_of
 from roofline.sizing import kv, params
 
 MODELS_DIR = bundled_dir() / "models"
@@ -164,7 +164,7 @@ def test_published_model_column_resolves_to_same_card(store, published_rows):
 def test_aliases_unique_across_cards(store):
     owner: dict[str, str] = {}
     for card in store.all("models"):
-        for alias in (card.name, *card.aliases):
+        for alias in names_of(card):
             key = alias.strip().lower()
             assert key not in owner or owner[key] == card.name, (
                 f"alias {alias!r} is on both {owner.get(key)} and {card.name}"

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from roofline.cards.formats import card_format
+from roofline.cards.formats import card_format, weight_format
 from roofline.cards.schema import (
     MAX_LAYERS,
     Context,
@@ -27,6 +27,28 @@ from roofline.cards.schema import (
 MixerKind = Literal["full", "sliding", "chunked", "mla", "compressed", "mamba1", "mamba2", "deltanet", "parallel", "none"]
 FfnKind = Literal["dense", "moe", "auto", "none"]
 COMPONENTS = ("embedding", "attention", "mamba", "ffn", "router", "experts", "shared_experts", "lm_head", "norms")
+
+
+def parse_weight_spec(spec: str, what: str = "--quant") -> dict[str, str]:
+    """'q4_k_m' -> {'default': 'q4_k_m'}; 'ffn=nvfp4,default=bf16' -> per-component formats (canonical names).
+    A bad spec raises RooflineError naming `what` (the option or card field it came from)."""
+    from roofline.errors import RooflineError
+
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        component, _, fmt = part.rpartition("=")
+        component = component.strip() or "default"
+        if component not in ("default", *COMPONENTS):
+            raise RooflineError(f"{what}: unknown component '{component}' in {spec!r}; use default or one of "
+                                f"{', '.join(COMPONENTS)}")
+        if component in out:  # 'fp8,q4_k_m' names the default twice; 'experts=a,experts=b' one component twice
+            twice = "two formats for every component" if component == "default" else f"'{component}' twice"
+            raise RooflineError(f"{what} {spec!r} gives {twice}; give one format, or component=format pairs "
+                                "(experts=mxfp4,default=q8_0)")
+        out[component] = weight_format(fmt).name
+    if not out:
+        raise RooflineError(f"{what}: empty format; e.g. --quant q4_k_m or --quant experts=mxfp4,default=q8_0")
+    return out
 
 
 class Rope(Strict):
@@ -294,6 +316,25 @@ class Source(Strict):
     shapes_from: str
 
 
+class Checkpoint(Strict):
+    """A published checkpoint of the model: its name (the mapping key, e.g. 'nvidia/Gemma-4-31B-IT-NVFP4') selects
+    the card with these weight formats, written as --quant takes them ('ffn=nvfp4,default=bf16')."""
+
+    weights: str
+    source: str = Field(min_length=1)  # where the layout is stated: the checkpoint's quantization config or card
+
+    @field_validator("weights")
+    @classmethod
+    def _spec(cls, v: str) -> str:
+        from roofline.errors import RooflineError
+
+        try:
+            parse_weight_spec(v, "weights")
+        except RooflineError as err:
+            raise ValueError(str(err)) from None
+        return v
+
+
 class ModelCard(Strict):
     name: str
     aliases: list[str] = []
@@ -306,6 +347,8 @@ class ModelCard(Strict):
     # exact bytes per component in the file the card was imported from (GGUF tensor types, safetensors dtypes,
     # block scales included); used wherever a component keeps its native format (sizing/params.weight_bytes)
     stored_weight_bytes: dict[str, int] | None = None
+    # published checkpoints whose layers are not all in one format: name -> formats as shipped
+    checkpoints: dict[str, Checkpoint] = {}
     notes: str = ""
 
     @field_validator("name")

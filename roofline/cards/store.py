@@ -190,7 +190,7 @@ class CardStore:
             card = self._by_name(kind, base) if fmt else None
             if card is not None:
                 return card
-        known = {alias: c.name for c in self.all(kind) for alias in (c.name, *c.aliases)}
+        known = {alias: c.name for c in self.all(kind) for alias in names_of(c)}
         bad = self.problems(kind)
         hint = f"see `{LIST_CMD[kind]}`" + (f"; {len(bad)} card(s) could not be read, e.g. {bad[0]}" if bad else "")
         raise UnknownNameError(what, name, known, hint)
@@ -206,7 +206,7 @@ class CardStore:
         exact: dict[str, object] = {}
         loose: dict[str, dict[str, object]] = {}
         for card in self.all(kind):
-            for alias in (card.name, *card.aliases):
+            for alias in names_of(card):
                 exact.setdefault(alias.lower(), card)
                 loose.setdefault(name_key(alias), {})[card.name] = card
         if key in exact:
@@ -217,29 +217,35 @@ class CardStore:
         return next(iter(found.values()), None)
 
     def model_and_format(self, name: str) -> tuple[ModelCard, str | None]:
-        """A model and the weight format its name carries, if any: an Ollama tag like
+        """A model and the weight formats its name carries, if any: a published checkpoint the card lists
+        ('nvidia/Gemma-4-31B-IT-NVFP4' -> (gemma-4-31b, 'ffn=nvfp4,default=bf16')), an Ollama tag like
         'llama3.3:70b-instruct-q4_K_M' -> (llama-3.3-70b, 'q4_k_m'); a plain name -> (card, None)."""
         base, fmt = split_format_tag(name)
         if fmt and self._by_name("models", name) is None and self._by_name("models", base) is not None:
             return self.get("models", base), fmt
-        return self.get("models", name), None
+        card = self.get("models", name)
+        return card, checkpoint_weights(card, name)
 
     def match(self, kind: str, text: str):
         """The card a free-text description names ("2x NVIDIA H100 SXM 80GB" -> h100-sxm, "ggml-org/Qwen2.5-Coder-
         7B-Q8_0-GGUF" -> qwen2.5-7b): the card with a name or alias whose every token appears in the text, most
         tokens first. Raises UnknownNameError when none or two cards match equally."""
         words = set(_tokens(text))
+        sized = any(_SIZE.fullmatch(w) for w in words)
         cards = {card.name: card for card in self.all(kind)}
         best: dict[str, int] = {}
         for card in cards.values():
-            for alias in (card.name, *card.aliases):
+            for alias in names_of(card):
                 toks = _tokens(alias)
+                # a text that states a size ("Qwen3-4B") is not matched by a family-only alias ("qwen3")
+                if sized and not any(_SIZE.fullmatch(t) for t in toks):
+                    continue
                 if toks and set(toks) <= words:
                     best[card.name] = max(best.get(card.name, 0), len(toks))
         top = max(best.values(), default=0)
         found = [name for name, n in best.items() if n == top]
         if len(found) != 1:
-            known = {a.lower(): c.name for c in cards.values() for a in (c.name, *c.aliases)}
+            known = {a.lower(): c.name for c in cards.values() for a in names_of(c)}
             why = f"matches {', '.join(found)} equally" if found else "names no card"
             raise UnknownNameError(WHAT[kind], text, known, why)
         return cards[found[0]]
@@ -261,6 +267,20 @@ class CardStore:
             return choose_version(profile, version.strip() or None, date)
         except ValueError as err:
             raise RooflineError(f"--runtime {spec}: {err}") from None
+
+
+def names_of(card) -> tuple[str, ...]:
+    """Every name a card answers to: its name, its aliases and (model cards) its published checkpoints."""
+    return (card.name, *card.aliases, *getattr(card, "checkpoints", {}))
+
+
+def checkpoint_weights(card: ModelCard, name: str) -> str | None:
+    """The weight formats of the published checkpoint `name` names (spelt as `_by_name` matches), else None."""
+    key = name_key(name)
+    for checkpoint, spec in card.checkpoints.items():
+        if checkpoint.lower() == name.strip().lower() or name_key(checkpoint) == key:
+            return spec.weights
+    return None
 
 
 def card_to_yaml(card: BaseModel) -> str:
@@ -298,6 +318,9 @@ def split_format_tag(name: str) -> tuple[str, str | None]:
                         break
                 return base, fmt
     return text, None
+
+
+_SIZE = re.compile(r"\d+[bm]")  # a parameter-count token: "4b", "70b", "135m"
 
 
 def _tokens(text: str) -> list[str]:

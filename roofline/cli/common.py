@@ -96,13 +96,14 @@ def store(cards: Optional[list[Path]]) -> CardStore:
 
 
 def model_and_quant(st: CardStore, name: str, quant: Optional[str]):
-    """The model card a name gives and the weight format to use: --quant, else the format an Ollama-style tag
-    carries ('llama3.3:70b-instruct-q4_K_M' -> q4_k_m), else None (the card's native formats). A per-component
-    format for a component the model lacks is refused."""
+    """The model card a name gives and the weight format to use: --quant, else the formats a published checkpoint's
+    name or an Ollama-style tag carries ('nvidia/Gemma-4-31B-IT-NVFP4' -> ffn=nvfp4,default=bf16;
+    'llama3.3:70b-instruct-q4_K_M' -> q4_k_m), else None (the card's native formats). A per-component format for a
+    component the model lacks is refused."""
     from roofline.sizing.params import check_quant_components, parse_quant
 
     card, tagged = st.model_and_format(name)
-    if quant is not None and tagged is not None and parse_quant(quant) != {"default": tagged}:
+    if quant is not None and tagged is not None and parse_quant(quant) != parse_quant(tagged):
         raise RooflineError(f"--model {name!r} names the format {tagged} and --quant says {quant}; give one")
     quant = quant if quant is not None else tagged
     check_quant_components(card, quant)

@@ -111,6 +111,7 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to 
         for label, section in (("compressed", arch.compressed), ("DeltaNet", arch.deltanet), ("Mamba-1", arch.mamba1)):
             if section:
                 rows.append((label, ", ".join(f"{k}={v}" for k, v in section.model_dump().items())))
+        rows += [(f"checkpoint {name}", f"{c.weights} ({c.source})") for name, c in card.checkpoints.items()]
         rows += [("max context", f"{arch.max_context:,} tokens"),
                  ("KV cache (bf16)", f"{kv_label(der)} per token; "
                   f"{der['kv_bytes_at_max_context_bf16'] / 2**30:,.2f} GiB at {arch.max_context:,} tokens")]

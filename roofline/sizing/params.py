@@ -9,7 +9,7 @@ import functools
 from collections import Counter
 
 from roofline.cards.formats import weight_format
-from roofline.cards.model import COMPONENTS, Architecture, ModelCard
+from roofline.cards.model import Architecture, ModelCard, parse_weight_spec
 from roofline.sizing.layers import Layer, norms_in_layer, resolve_layers
 
 
@@ -223,23 +223,7 @@ def active_params(card: ModelCard) -> float:
 @functools.lru_cache(maxsize=256)
 def parse_quant(quant: str) -> dict[str, str]:
     """'q4_k_m' -> {'default': 'q4_k_m'}; 'experts=mxfp4,default=q8_0' -> per-component formats (canonical names)."""
-    from roofline.errors import RooflineError  # local: params has no other error paths
-
-    out: dict[str, str] = {}
-    for part in (p.strip() for p in quant.split(",") if p.strip()):
-        component, _, fmt = part.rpartition("=")
-        component = component.strip() or "default"
-        if component not in ("default", *COMPONENTS):
-            raise RooflineError(f"--quant: unknown component '{component}' in {quant!r}; use default or one of "
-                                f"{', '.join(COMPONENTS)}")
-        if component in out:  # 'fp8,q4_k_m' names the default twice; 'experts=a,experts=b' one component twice
-            what = "two formats for every component" if component == "default" else f"'{component}' twice"
-            raise RooflineError(f"--quant {quant!r} gives {what}; give one format, or component=format pairs "
-                                "(experts=mxfp4,default=q8_0)")
-        out[component] = weight_format(fmt).name
-    if not out:
-        raise RooflineError("--quant: empty format; e.g. --quant q4_k_m or --quant experts=mxfp4,default=q8_0")
-    return out
+    return parse_weight_spec(quant)
 
 
 def check_quant_components(card: ModelCard, quant: str | None) -> None:
