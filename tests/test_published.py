@@ -143,3 +143,19 @@ def test_rows_beyond_the_datasheet_ceiling_are_flagged(published_rows, unseen_cs
     assert not got["H143"].beyond_ceiling and not got["H006"].beyond_ceiling
     assert got["U1"].ceiling < got["U1"].predicted and not got["U1"].beyond_ceiling  # ttft 100 ms: a latency above it
     assert predict_row(published_rows[0], store).ceiling is None  # only on request
+
+
+def test_a_row_run_on_marlin_kernels_is_predicted_with_16_bit_math():
+    """vLLM's `--linear-backend marlin` runs NVFP4 weights as W4A16: the same prompt on the DGX Spark is predicted at
+    the bf16 peak (213 TFLOP/s) instead of the fp4 one (500), so a compute-bound prefill is slower; the generic
+    prediction (no runtime) ignores the engine's flags."""
+    from roofline.calibrate.published import runtime_of
+
+    st = CardStore()
+    row = {"id": "X1", "metric": "prefill_tok_s", "value": "1000", "isl": "8192", "osl": "0", "batch": "1", "tp": "1",
+           "gpus": "1", "hw_card": "dgx-spark", "model_card": "llama-3.1-8b", "weight_quant": "NVFP4",
+           "kv_dtype": "bf16", "engine": "vLLM 0.26.0 (FlashInfer CUTLASS)", "date": "2026-09"}
+    marlin = {**row, "engine": "vLLM 0.26.0 (--linear-backend marlin)"}
+    fp4, w4a16 = (predict_row(r, st, runtime=runtime_of(r, st)).predicted for r in (row, marlin))
+    assert w4a16 < 0.7 * fp4
+    assert predict_row(marlin, st).predicted == pytest.approx(predict_row(row, st).predicted)

@@ -2,7 +2,7 @@
 every command, the engine-text mapping and the memory policy of `fits`."""
 
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -78,6 +78,8 @@ def _bad_profile(tmp_path: Path, change) -> Path:
     (lambda d: d.update(kernels_from="llama.cpp"), "kernels_from"),
     (lambda d: d["versions"][-1].update(refits={"nvidia-gpu": ["attention"]}), "refits"),
     (lambda d: d.update(fit_policy="best"), "fit_policy"),
+    (lambda d: d.update(efficiency={"nvidia": {"kernel_dtypes": {"mxfp4": ["int3"]}}}), "kernel_dtypes"),
+    (lambda d: d.update(efficiency={"nvidia": {"kernel_dtypes": {"mxfp4": []}}}), "kernel_dtypes"),
 ])
 def test_bad_profiles_are_one_line_exit_2(tmp_path, change, match):
     cards = _bad_profile(tmp_path, change)
@@ -119,7 +121,8 @@ def test_every_profile_number_has_a_source(path):
 
 def test_schema_fields_match_efficiency():
     # activation_cost is measured per device by calibrate (its calibration section), not a profile's figure
-    names = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "activation_cost"}
+    names = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "kernel_dtypes",
+                                                    "activation_cost"}
     assert set(FRACTION_FIELDS) | set(NUMBER_FIELDS) == names
 
 
@@ -261,6 +264,26 @@ def test_fitted_profiles_reproduce_quoted_training_rows(row_id, tol):
     p = predict_row(rows[row_id], st, runtime=runtime_of(rows[row_id], st))
     assert p.runtime != "generic"
     assert p.predicted == pytest.approx(p.measured, rel=tol)
+
+
+def test_llama_cpp_runs_mxfp4_prompts_on_int8_where_the_format_says_fp4():
+    """kernel_dtypes: the same MXFP4 GEMM runs at the card's int8 peak under llama.cpp (MMQ) and at its fp4 peak
+    under a runtime without an override, so on the DGX Spark (fp4 peak 500, int8 214 TFLOP/s) llama.cpp's prompt
+    of a MXFP4 model is slower than the generic prediction; on a card without fp4 or int8 (Apple) it is fp16."""
+    from roofline.perf.ops import Op
+    from roofline.perf.timing import compute_seconds
+
+    st = CardStore()
+    spark, mac = st.hardware("dgx-spark"), st.hardware("apple-m2-ultra")
+    eff = expected_efficiency(spark, st.runtime("llama.cpp"))
+    assert eff.kernel_dtype("mxfp4", "fp4", spark.supported_dtypes) == "int8"
+    assert eff.kernel_dtype("mxfp4", "bf16", mac.supported_dtypes) == "fp16"
+    assert eff.kernel_dtype("q4_k_m", "int8", spark.supported_dtypes) == "int8"  # no override: the op's own dtype
+    op = Op("experts", "moe", "fp4", 1e12, weight_bytes=1e6, weight_format="mxfp4")
+    eff = replace(eff, compute_by_format={"mxfp4": 0.2})  # the same kernel efficiency: only the peak differs
+    plain = replace(eff, kernel_dtypes={})
+    ratio = compute_seconds(op, spark, eff, 2048) / compute_seconds(op, spark, plain, 2048)
+    assert ratio == pytest.approx(spark.peak("fp4") / spark.peak("int8"))
 
 
 def test_unknown_profile_names_are_unknown_name_errors():

@@ -229,10 +229,23 @@ def _at_max_load(card, hw, wl: Workload) -> Workload:
     return wl.model_copy(update={"batch": max(min(limit, MAX_LOAD_BATCH_CAP), 1)})
 
 
+# Marlin (vLLM/SGLang `--*-backend marlin`, `gptq_marlin`) is a mixed-precision kernel: 4-bit weights dequantised
+# in registers into 16-bit tensor-core math (W4A16; github.com/IST-DASLab/marlin README), whatever FP4 units the card has
+MARLIN_KERNEL_DTYPES = {fmt: ("bf16", "fp16", "fp32") for fmt in ("nvfp4", "mxfp4", "int4")}
+
+
 def _row_flags(row: dict, eff: Efficiency) -> Efficiency:
-    """Conditions the row's `engine` text states over the runtime's defaults: llama.cpp's `-ub N` prefill micro-batch."""
-    m = re.search(r"-ub\s+(\d+)", row.get("engine", ""))
-    return replace(eff, prefill_chunk_tokens=float(m.group(1))) if m and eff.runtime != "generic" else eff
+    """Conditions the row's `engine` text states over the runtime's defaults: llama.cpp's `-ub N` prefill
+    micro-batch; Marlin kernels for 4-bit weights."""
+    if eff.runtime == "generic":
+        return eff
+    engine = row.get("engine", "")
+    m = re.search(r"-ub\s+(\d+)", engine)
+    if m:
+        eff = replace(eff, prefill_chunk_tokens=float(m.group(1)))
+    if "marlin" in engine.lower():
+        eff = replace(eff, kernel_dtypes={**eff.kernel_dtypes, **MARLIN_KERNEL_DTYPES})
+    return eff
 
 
 MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from roofline.cards.formats import card_format
+from roofline.cards.formats import MATH_DTYPES, card_format
 from roofline.cards.schema import Strict, card_name
 
 Fraction = float  # (0, 1], checked by EfficiencyOverrides
@@ -58,6 +58,9 @@ class EfficiencyOverrides(Strict):
     prefill_chunk_tokens: float | None = Field(None, ge=0)  # prompt tokens per prefill step (-ub, num_batch); 0 = all
     # large-GEMM efficiency of one weight format's kernels, beside its math dtype's (llama.cpp MMQ per k-quant)
     compute_by_format: dict[str, float] = {}
+    # weight format -> the math dtypes this runtime's kernels run it in, first the card has a peak for (llama.cpp
+    # runs MXFP4 through its int8 MMQ like a k-quant, where the format's own chain says fp4)
+    kernel_dtypes: dict[str, list[str]] = {}
 
     @model_validator(mode="after")
     def _fractions(self):
@@ -69,11 +72,17 @@ class EfficiencyOverrides(Strict):
             card_format(fmt)  # an unknown format name fails here
             if not 0 < value <= 1:
                 raise ValueError(f"compute_by_format.{fmt}: {value} is not a fraction of the peak in (0, 1]")
+        for fmt, dtypes in self.kernel_dtypes.items():
+            card_format(fmt)
+            bad = [d for d in dtypes if d not in MATH_DTYPES]
+            if not dtypes or bad:
+                raise ValueError(f"kernel_dtypes.{fmt}: {dtypes!r} must list math dtypes among {', '.join(MATH_DTYPES)}")
         return self
 
     def values(self) -> dict:
-        """The fields this scope sets (compute_by_format merged by the caller)."""
-        return {k: v for k, v in self.model_dump(exclude={"compute_by_format"}).items() if v is not None}
+        """The fields this scope sets (compute_by_format and kernel_dtypes merged by the caller)."""
+        return {k: v for k, v in self.model_dump(exclude={"compute_by_format", "kernel_dtypes"}).items()
+                if v is not None}
 
 
 class Scheduler(Strict):

@@ -58,6 +58,9 @@ class Efficiency:
     # prefill budget); each chunk re-reads the weights. 0: the whole prompt in one step
     # weight format -> large-GEMM efficiency of its kernels, over the math dtype's (llama.cpp MMQ per k-quant)
     compute_by_format: dict[str, float] = field(default_factory=dict)
+    # weight format -> the math dtypes the runtime's kernels run it in, first the card supports (absent: the format's
+    # own chain, `roofline formats`)
+    kernel_dtypes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # activation function -> its elementwise pass's time over SiLU's at the same bytes (calibrate measures it: eager
     # CPU kernels run tanh-GELU ~2-3x slower than SiLU); absent = 1 (fused or bandwidth-bound kernels)
     activation_cost: dict[str, float] = field(default_factory=dict)
@@ -72,6 +75,12 @@ class Efficiency:
         key = {"fp16": "bf16", "tf32": "fp32"}.get(dtype, dtype)
         value = getattr(self, f"compute_{key}", None)
         return self.compute if value is None else value
+
+    def kernel_dtype(self, fmt: str, dtype: str, supported: frozenset[str]) -> str:
+        """The math dtype a GEMM on `fmt` weights runs in under this runtime: its kernels' first dtype the card
+        supports, else `dtype` (the format's own chain)."""
+        chain = self.kernel_dtypes.get(fmt)
+        return next((d for d in chain if d in supported), chain[-1]) if chain else dtype
 
 
 CEILING = Efficiency()
@@ -103,7 +112,8 @@ DEFAULTS: dict[str, Efficiency] = {
 DEFAULTS["accelerator"] = DEFAULTS["gpu"]
 
 
-_KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "activation_cost"}
+_KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "kernel_dtypes",
+                                                 "activation_cost"}
 FRACTIONS = ("memory", "memory_gemv", "memory_kv", "memory_act", "gemm_floor", "compute", "compute_fp32",
              "compute_bf16", "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")  # in (0, 1]
 
@@ -181,14 +191,15 @@ def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoic
     """`base` (the hardware kind's defaults) with the profile's layers applied; the prefill chunk defaults to the
     scheduler's token budget where the runtime chunks prefill."""
     values: dict[str, Any] = {}
-    by_format = dict(base.compute_by_format)
+    by_format, dtypes = dict(base.compute_by_format), dict(base.kernel_dtypes)
     for _, layer in runtime_layers(hw, runtime):
         values.update(layer.values())
         by_format.update(layer.compute_by_format)
+        dtypes.update({fmt: tuple(chain) for fmt, chain in layer.kernel_dtypes.items()})
     policy = runtime.profile.serving_policy(runtime.version or runtime.range_start)
     if "prefill_chunk_tokens" not in values and policy["chunked_prefill"] and policy["max_num_batched_tokens"]:
         values["prefill_chunk_tokens"] = float(policy["max_num_batched_tokens"])
-    return replace(base, **values, compute_by_format=by_format, runtime=runtime.label,
+    return replace(base, **values, compute_by_format=by_format, kernel_dtypes=dtypes, runtime=runtime.label,
                    source=f"runtime profile {runtime.label} on {default_key(hw)} ({hw.vendor})")
 
 

@@ -63,7 +63,8 @@ def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> N
     padding = np.maximum(1.0, eff.gemm_min_tokens / m)
     ramp = np.maximum(m / (m + eff.gemm_half_tokens), eff.gemm_floor) if eff.gemm_half_tokens else 1.0
     ramp = np.where(m <= eff.gemv_max_tokens, 1.0, ramp)  # matrix-vector kernels: bandwidth-bound, no ramp
-    return op.flops * padding / (_peak(hw, op.dtype) * eff.compute_for(op.dtype, op.weight_format) * ramp)
+    dtype = eff.kernel_dtype(op.weight_format, op.dtype, hw.supported_dtypes)
+    return op.flops * padding / (_peak(hw, dtype) * eff.compute_for(dtype, op.weight_format) * ramp)
 
 
 def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequences: Num = 0) -> StepTime:
