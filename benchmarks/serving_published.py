@@ -33,7 +33,8 @@ DEFAULT_REQUESTS = 500  # an open-loop row that does not state its request count
 
 
 def load_of(row: dict) -> tuple[str, float, int] | str:
-    """('open', rate, requests) | ('burst', 0, requests) | ('batch', N, N), or why the load is not stated."""
+    """('open', rate, requests) | ('burst', 0, requests) | ('batch', N clients, requests: a closed loop's stated count,
+    else N), or why the load is not stated."""
     notes, batch = row.get("notes", ""), row["batch"].strip().lower()
     count = re.search(r"(\d+)\s+(?:requests|prompts)", notes)
     if re.search(r"QPS\s*=\s*INF|infinite request rate", notes, re.I) or batch == "max":
@@ -41,8 +42,8 @@ def load_of(row: dict) -> tuple[str, float, int] | str:
     rate = re.search(r"QPS\s*=\s*([\d.]+)|request rate\s+([\d.]+)\s*req/s", notes, re.I)
     if rate:
         return "open", float(rate.group(1) or rate.group(2)), int(count.group(1)) if count else DEFAULT_REQUESTS
-    if batch.isdigit() and int(batch) > 1:
-        return "batch", float(batch), int(batch)
+    if batch.isdigit() and int(batch) > 1:  # N clients; the requests a closed loop states, else one round
+        return "batch", float(batch), int(count.group(1)) if count and "closed loop" in notes.lower() else int(batch)
     return "no load stated (batch 1 or empty, no request rate)"
 
 
@@ -62,8 +63,13 @@ def simulated(row: dict, st: CardStore, load: tuple[str, float, int]) -> float:
                      shared_prefixes=False)
     elif kind == "burst":
         r = simulate(fleet, [Request(0.0, isl, osl)] * n, shared_prefixes=False)
-    else:
-        r = simulate(fleet, closed=ClosedLoop(n, [Request(0.0, isl, osl)] * n), shared_prefixes=False)
+    else:  # lengths drawn +/- the stated variance ("~20k input tokens (±15% variance)"): clients fall out of step
+        spread = re.search(r"±\s*(\d+)\s*%", row.get("notes", ""))
+        f = int(spread.group(1)) / 100 if spread else 0.0
+        draw = [Lengths("uniform", x * (1 - f), x * (1 + f)) if f else Lengths("fixed", x) for x in (isl, osl)]
+        rng = np.random.default_rng(0)
+        sizes = [Request(0.0, int(p), int(o)) for p, o in zip(draw[0].draw(rng, n), draw[1].draw(rng, n))]
+        r = simulate(fleet, closed=ClosedLoop(int(rate), sizes), shared_prefixes=False)
     s = r.summary()
     stat = "p50" if "median" in row["notes"].lower() else "mean"
     metric = row["metric"]
@@ -96,15 +102,16 @@ def main() -> None:
     errs_sim, errs_static = [], []
     for row, (kind, rate, n), measured, sim, static in out:
         load = {"open": f"Poisson {rate:g} req/s, {n} requests", "burst": f"{n} at once",
-                "batch": f"batch of {n}"}[kind]
+                "batch": f"{rate:g} clients, {n} requests"}[kind]
         e_sim = (sim - measured) / measured
-        e_static = (static - measured) / measured if static else math.nan
+        e_static = (static - measured) / measured if static else math.nan  # None: a closed loop (no static)
         errs_sim.append(abs(e_sim))
         errs_static.append(abs(e_static))
         choice = runtime_of(row, st)
         print(f"| {row['id']} | {row['hw_card']} x{row['gpus'] or 1} | {row['model_card']} {row['weight_quant']} | "
               f"{row['engine'][:28]} ({choice.label if choice else 'generic'}) | {load}, {row['isl']}->{row['osl']} | "
-              f"{row['metric']} | {measured:,.4g} | {sim:,.4g} | {e_sim:+.0%} | {static:,.4g} | {e_static:+.0%} |")
+              f"{row['metric']} | {measured:,.4g} | {sim:,.4g} | {e_sim:+.0%} | "
+              + (f"{static:,.4g} | {e_static:+.0%} |" if static else "— | — |"))
     if out:
         print(f"\n{len(out)} rows: median |error| simulated {np.median(errs_sim):.0%}, static batch "
               f"{np.nanmedian(errs_static):.0%}; mean |error| simulated {np.mean(errs_sim):.0%}, static "

@@ -78,6 +78,8 @@ def _bad_profile(tmp_path: Path, change) -> Path:
     (lambda d: d.update(kernels_from="llama.cpp"), "kernels_from"),
     (lambda d: d["versions"][-1].update(refits={"nvidia-gpu": ["attention"]}), "refits"),
     (lambda d: d.update(fit_policy="best"), "fit_policy"),
+    (lambda d: d.update(fit_policy={"nvidia-gpu": "versions"}), "fit_policy.nvidia-gpu"),
+    (lambda d: d.update(fit_policy={"memory": {"nvidia-gpu": "versions"}}), "fit_policy"),
     (lambda d: d.update(efficiency={"nvidia": {"kernel_dtypes": {"mxfp4": ["int3"]}}}), "kernel_dtypes"),
     (lambda d: d.update(efficiency={"nvidia": {"kernel_dtypes": {"mxfp4": []}}}), "kernel_dtypes"),
 ])
@@ -284,6 +286,16 @@ def test_llama_cpp_runs_mxfp4_prompts_on_int8_where_the_format_says_fp4():
     plain = replace(eff, kernel_dtypes={})
     ratio = compute_seconds(op, spark, eff, 2048) / compute_seconds(op, spark, plain, 2048)
     assert ratio == pytest.approx(spark.peak("fp4") / spark.peak("int8"))
+
+
+def test_a_scope_policy_overrides_the_runtime_policy():
+    from roofline.calibrate.runtime_fit import scope_policy
+
+    given = {"memory": "none", "compute_by_format": "none", "amd-gpu": {"compute_by_format": "versions"}}
+    assert scope_policy(given, "compute_by_format", "amd-gpu") == "versions"
+    assert scope_policy(given, "memory", "amd-gpu") == "none"  # a kind the scope does not name: the runtime's
+    assert scope_policy(given, "compute_by_format", "nvidia-gpu") == "none"
+    assert scope_policy("runtime", "memory", "nvidia-gpu") == "runtime" and scope_policy(None, "memory", None) is None
 
 
 def test_unknown_profile_names_are_unknown_name_errors():

@@ -37,7 +37,7 @@ from roofline.sizing.memory import Deployment, max_concurrency
 UNSTATED_PROMPT_TOKENS = 512
 UNSTATED_OUTPUT_TOKENS = 128
 # trtllm-bench offline runs at "max" batch: the scheduler's cap (TensorRT-LLM perf-overview, max_batch_size 2048)
-# or the largest batch whose KV fits, whichever is smaller.
+# or the largest batch whose KV fits, whichever is smaller; under a runtime profile its `max_num_seqs` is the cap.
 MAX_LOAD_BATCH_CAP = 2048
 
 METRICS = ("decode_tok_s", "prefill_tok_s", "agg_decode_tok_s", "agg_output_tok_s", "ttft_ms", "itl_ms", "tpot_ms",
@@ -134,7 +134,7 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
     except (KeyError, ValueError, TypeError) as err:
         return RowPrediction(row.get("id", "?"), row.get("metric", "?"), float("nan"), None,
                              skipped=f"unreadable row: {err}")
-    problem = row_problem(row)
+    problem = row_problem(row) or closed_loop(row)
     if problem:
         out.skipped = problem
         return out
@@ -144,8 +144,9 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
         if eff is None:
             eff = _row_flags(row, expected_efficiency(hw, runtime))
         out.runtime = eff.runtime
-        out.predicted = _predict(row, card, hw, gpus, eff)
-        out.ceiling = _predict(row, card, hw, gpus, CEILING) if ceiling and out.predicted is not None else None
+        cap = max_load_batch(row, runtime)
+        out.predicted = _predict(row, card, hw, gpus, eff, cap)
+        out.ceiling = _predict(row, card, hw, gpus, CEILING, cap) if ceiling and out.predicted is not None else None
     except (RooflineError, ValueError, ZeroDivisionError) as err:
         out.skipped = " ".join(str(err).split())[:300]  # one line (a pydantic error spans several)
     if out.predicted is None and not out.skipped:
@@ -161,9 +162,28 @@ def _split_normalisation(metric: str) -> tuple[str, str]:
     return metric, ""
 
 
-def _predict(row: dict, card, hw, gpus: int, eff: Efficiency) -> float | None:
+def closed_loop(row: dict) -> str | None:
+    """Why a closed-loop row of N > 1 clients is not predicted by one static batch: its TTFT is a new request's
+    wait inside a running batch (benchmarks/serving_published.py simulates it); None for other rows."""
+    batch = row.get("batch", "").strip()
+    if re.search(r"closed[- ]loop", row.get("notes", ""), re.I) and batch.isdigit() and int(batch) > 1:
+        return f"a closed loop of {batch} clients: the serving simulator's (benchmarks/serving_published.py)"
+    return None
+
+
+def max_load_batch(row: dict, runtime: RuntimeChoice | None) -> int:
+    """The most sequences an offline max-load row (`batch` max) runs at once: the runtime's `max_num_seqs` (else
+    MAX_LOAD_BATCH_CAP), and no more than the requests it states ("500 requests sent at once")."""
+    cap = MAX_LOAD_BATCH_CAP
+    if runtime is not None:
+        cap = runtime.profile.serving_policy(runtime.version or runtime.range_start)["max_num_seqs"] or cap
+    sent = re.search(r"(\d+)\s+(?:requests|prompts)\b", row.get("notes", ""))
+    return min(cap, int(sent.group(1))) if sent and int(sent.group(1)) > 0 else cap
+
+
+def _predict(row: dict, card, hw, gpus: int, eff: Efficiency, cap: int = MAX_LOAD_BATCH_CAP) -> float | None:
     metric, per = _split_normalisation(row["metric"])
-    value = _predict_metric(metric, row, card, hw, gpus, eff)
+    value = _predict_metric(metric, row, card, hw, gpus, eff, cap)
     if value is None or not per:
         return value
     # `*_per_gpu` / `*_per_node` (PUBLISHED.md): the sum over the row's GPUs, per GPU or per node of this hardware
@@ -179,7 +199,7 @@ def cards_of(row: dict, store: CardStore):
     return card, hw, _int(row.get("gpus", ""), int(count.group(1)) if count else 1)
 
 
-def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency) -> float | None:
+def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency, cap: int) -> float | None:
     tp = _int(row.get("tp", ""), 1)
     # gpus > tp: llama.cpp's default layer split — each token passes every GPU in turn (pipeline stages)
     pp = max(gpus // tp, 1)
@@ -202,7 +222,7 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
         replicas = max(gpus // (tp * pp), 1)
         wl = Workload(prompt_tokens=isl, output_tokens=osl, batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
         if not row["batch"].strip().isdigit():  # `max`: the scheduler's max-load batch; a stated batch is kept
-            wl = _at_max_load(card, hw, wl)
+            wl = _at_max_load(card, hw, wl, cap)
         values, _, _ = request_metrics(card, hw, wl, eff)
         return float(wl.batch * wl.output_tokens / values["e2e_s"]) * replicas
     if metric in LATENCY_S:  # one batch of `batch` requests, prompt -> output, start to finish
@@ -216,17 +236,18 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
         wl = Workload(prompt_tokens=isl or UNSTATED_PROMPT_TOKENS, output_tokens=max(osl or UNSTATED_OUTPUT_TOKENS, 2),
                       batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
         if row["batch"].strip().lower() == "max":
-            wl = _at_max_load(card, hw, wl)
+            wl = _at_max_load(card, hw, wl, cap)
         values, _, _ = request_metrics(card, hw, wl, eff)
         return float(values[LATENCY_MS[metric]]) * 1e3
     return None
 
 
-def _at_max_load(card, hw, wl: Workload) -> Workload:
-    """An offline max-load run of one replica: the largest batch whose KV fits, capped at the scheduler's limit."""
+def _at_max_load(card, hw, wl: Workload, cap: int) -> Workload:
+    """An offline max-load run of one replica: the largest batch whose KV fits, capped at `cap` (the scheduler's
+    limit, or the requests the run sent)."""
     limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
                             Deployment(wl.tp, wl.pp))
-    return wl.model_copy(update={"batch": max(min(limit, MAX_LOAD_BATCH_CAP), 1)})
+    return wl.model_copy(update={"batch": max(min(limit, cap), 1)})
 
 
 # Marlin (vLLM/SGLang `--*-backend marlin`, `gptq_marlin`) is a mixed-precision kernel: 4-bit weights dequantised

@@ -184,23 +184,32 @@ def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStor
     return fits
 
 
-KINDS = ("memory", "compute_by_format")  # the two kinds of fitted value; a policy is chosen per runtime and kind
+KINDS = ("memory", "compute_by_format")  # the two kinds of fitted value; a policy is chosen per runtime, hardware
+# scope and kind (a profile's `fit_policy`: kind -> policy for the runtime, and scope -> {kind -> policy} over it)
 
 
 def kind_of(param: str) -> str:
     return "memory" if param == "memory" else "compute_by_format"
 
 
-def policy_of(choice: RuntimeChoice, policies: dict | None, kind: str) -> str:
-    """The fit policy of one kind of value for a row's runtime: `policies[runtime]` (a policy, or kind -> policy),
-    else the profile's stored `fit_policy`, else "versions" ("kernels_from" for a runtime running another's
-    kernels)."""
+def policy_of(choice: RuntimeChoice, policies: dict | None, kind: str, scope: str | None = None) -> str:
+    """The fit policy of one kind of value for a row's runtime on a hardware scope: `policies[runtime]` (a policy,
+    or kind -> policy with scope -> {kind -> policy} over it), else the profile's stored `fit_policy`, else
+    "versions" ("kernels_from" for a runtime running another's kernels)."""
     prof = choice.profile
-    given = (policies or {}).get(prof.name, dict(prof.fit_policy) or None)
-    policy = given.get(kind) if isinstance(given, dict) else given
+    policy = scope_policy((policies or {}).get(prof.name, dict(prof.fit_policy) or None), kind, scope)
     if prof.kernels_from:
         return "none" if policy == "none" else "kernels_from"
     return policy or "versions"
+
+
+def scope_policy(given, kind: str, scope: str | None) -> str | None:
+    """One kind's policy on one scope from `given`: a policy, or kind -> policy with scope -> {kind -> policy} over
+    it; None where it names none."""
+    if not isinstance(given, dict):
+        return given
+    scoped = given.get(scope) if scope else None
+    return scoped.get(kind, given.get(kind)) if isinstance(scoped, dict) else given.get(kind)
 
 
 def fit_all(rows: list[FitRow], store: CardStore, policies: dict | None = None,
@@ -214,7 +223,7 @@ def fit_all(rows: list[FitRow], store: CardStore, policies: dict | None = None,
         groups.setdefault((r.choice.profile.name, r.scope), []).append(r)
     fits = {}
     for (runtime, scope), members in sorted(groups.items()):
-        kinds = {policy_of(members[0].choice, policies, k) for k in KINDS}
+        kinds = {policy_of(members[0].choice, policies, k, scope) for k in KINDS}
         policy = next((p for p in POLICIES if p in kinds), "none")
         if (only is not None and (runtime, scope) not in only) or policy == "none" or "kernels_from" in kinds \
                 or len({m.source for m in members}) < min_sources:
@@ -243,22 +252,23 @@ def values_for(fits: dict[tuple, GroupFit], runtime: str, scope: str, version: s
     return {p: v for p, v in values.items() if kinds.get(kind_of(p), "versions") != "none"}
 
 
-def lender_policies(choice: RuntimeChoice, policies: dict | None) -> dict[str, str]:
-    """The policies of the runtime whose kernels a `kernels_from` runtime runs (its profile's, unless given)."""
+def lender_policies(choice: RuntimeChoice, policies: dict | None, scope: str) -> dict[str, str]:
+    """The policies on `scope` of the runtime whose kernels a `kernels_from` runtime runs (its profile's, unless
+    given)."""
     prof = choice.profile
     lender = choice.model_copy(update={"profile": prof.model_copy(update={"name": prof.kernels_from,
                                                                           "kernels_from": None, "fit_policy": {}})})
-    return {k: policy_of(lender, policies, k) for k in KINDS}
+    return {k: policy_of(lender, policies, k, scope) for k in KINDS}
 
 
-def predict_fitted(r: FitRow, store: CardStore, fits: dict[tuple, GroupFit], policies: dict | None = None,
-                   lent: dict[str, str] | None = None) -> RowPrediction:
+def predict_fitted(r: FitRow, store: CardStore, fits: dict[tuple, GroupFit], policies: dict | None = None
+                   ) -> RowPrediction:
     """The row predicted with its runtime's fits (a `kernels_from` runtime: the other runtime's newest fit for the
-    same scope under that runtime's policies `lent`, over its own profile)."""
+    same scope under that runtime's policies, over its own profile)."""
     prof = r.choice.profile
-    kinds = {k: policy_of(r.choice, policies, k) for k in KINDS}
+    kinds = {k: policy_of(r.choice, policies, k, r.scope) for k in KINDS}
     if prof.kernels_from:
-        values = values_for(fits, prof.kernels_from, r.scope, None, lent or lender_policies(r.choice, policies))
+        values = values_for(fits, prof.kernels_from, r.scope, None, lender_policies(r.choice, policies, r.scope))
         values = {p: v for p, v in values.items() if kinds[kind_of(p)] != "none"}
     else:
         values = values_for(fits, prof.name, r.scope, r.choice.version or r.choice.range_start, kinds)
@@ -281,12 +291,12 @@ def leave_one_source_out(rows: list[FitRow], store: CardStore, policies: dict | 
     return out
 
 
-def loso_table(results: list[tuple[FitRow, RowPrediction, RowPrediction]], by_hardware: bool = False) -> list[dict]:
-    """Per runtime (x hardware) and metric: n, sources, before (generic) and after (profiles), median / p90 |err|
-    and signed bias."""
+def loso_table(results: list[tuple[FitRow, RowPrediction, RowPrediction]], by: str = "") -> list[dict]:
+    """Per runtime (x hardware card, `by` "hardware", or x scope, "scope") and metric: n, sources, before (generic)
+    and after (profiles), median / p90 |err| and signed bias."""
     groups: dict[tuple, list] = {}
     for r, before, after in results:
-        key = (r.choice.profile.name, before.hw if by_hardware else "", r.row["metric"])
+        key = (r.choice.profile.name, {"hardware": before.hw, "scope": r.scope}.get(by, ""), r.row["metric"])
         groups.setdefault(key, []).append((r, before, after))
     table = []
     for (runtime, hw, metric), items in sorted(groups.items()):

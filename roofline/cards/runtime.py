@@ -119,6 +119,10 @@ class Version(Strict):
     refits: dict[str, list[Literal["memory", "compute_by_format"]]] = {}
 
 
+FitKind = Literal["memory", "compute_by_format"]
+FitPolicy = Literal["versions", "runtime", "none", "kernels_from"]
+
+
 class RuntimeProfile(Strict):
     name: str
     display_name: str
@@ -139,7 +143,8 @@ class RuntimeProfile(Strict):
     # which fit shipped per kind of fitted value (benchmarks/fit_runtimes.py picks it on leave-one-source-out
     # error): "versions" (per version range where `refits` says kernels changed), "runtime" (one value per hardware
     # scope), "none" (priors only), "kernels_from" (the fitted kernels of the runtime named by `kernels_from`)
-    fit_policy: dict[Literal["memory", "compute_by_format"], Literal["versions", "runtime", "none", "kernels_from"]] = {}
+    # scope -> {kind -> policy} over it (a scope's fit ships only where leave-one-source-out judged it on that scope)
+    fit_policy: dict[str, FitPolicy | dict[FitKind, FitPolicy]] = {}
     kernels_from: str | None = None  # a runtime whose kernels this one runs (Ollama: llama.cpp); needs a source
     # one hardware card (by name) under this runtime, measured there (`roofline calibrate` writes the micro-engine's
     # fit here); applied after every scope; each needs `sources: devices.<card>`
@@ -184,6 +189,11 @@ class RuntimeProfile(Strict):
         for scope in self.fitted:
             if scope not in self.fitted_from:
                 raise ValueError(f"fitted.{scope}: fitted_from must name the rows it was fitted on")
+        for key, value in self.fit_policy.items():
+            kind = key in ("memory", "compute_by_format")
+            if kind == isinstance(value, dict) or not kind and not _valid_scope(key):
+                raise ValueError(f"fit_policy.{key}: give memory/compute_by_format: POLICY, or a scope (nvidia-gpu) "
+                                 "with {memory: POLICY, compute_by_format: POLICY}")
         keys = [version_key(v.version) for v in self.versions]
         if keys != sorted(keys) or len(set(keys)) != len(keys):
             raise ValueError("versions must be listed oldest first, each once")

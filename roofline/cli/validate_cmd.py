@@ -126,7 +126,7 @@ def _by_source(st, paths: list[Path], as_json: bool) -> None:
     fitted = fit_rows(rows, st)
     results = leave_one_source_out(fitted, st)
     data = {"files": [str(p) for p in paths], "rows": len(rows), "fitted_rows": len(fitted),
-            "by_runtime": loso_table(results), "by_runtime_hardware": loso_table(results, by_hardware=True)}
+            "by_runtime": loso_table(results), "by_runtime_hardware": loso_table(results, by="hardware")}
     emit(data, as_json, lambda: render_by_source(data))
 
 
