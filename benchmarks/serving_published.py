@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from roofline.calibrate.published import cards_of, predict_row, runtime_of
+from roofline.calibrate.published import REQUEST_RATE, cards_of, predict_row, runtime_of
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import expected_efficiency
@@ -39,7 +39,7 @@ def load_of(row: dict) -> tuple[str, float, int] | str:
     count = re.search(r"(\d+)\s+(?:requests|prompts)", notes)
     if re.search(r"QPS\s*=\s*INF|infinite request rate", notes, re.I) or batch == "max":
         return ("burst", 0.0, int(count.group(1))) if count else "all requests at once, but how many is not stated"
-    rate = re.search(r"QPS\s*=\s*([\d.]+)|request rate\s+([\d.]+)\s*req/s", notes, re.I)
+    rate = REQUEST_RATE.search(notes)
     if rate:
         return "open", float(rate.group(1) or rate.group(2)), int(count.group(1)) if count else DEFAULT_REQUESTS
     if batch.isdigit() and int(batch) > 1:  # N clients; the requests a closed loop states, else one round

@@ -159,3 +159,18 @@ def test_a_row_run_on_marlin_kernels_is_predicted_with_16_bit_math():
     fp4, w4a16 = (predict_row(r, st, runtime=runtime_of(r, st)).predicted for r in (row, marlin))
     assert w4a16 < 0.7 * fp4
     assert predict_row(marlin, st).predicted == pytest.approx(predict_row(row, st).predicted)
+
+
+@pytest.mark.parametrize("notes,batch,why", [("Poisson, QPS=16, 500 requests", "1", "16 req/s"),
+                                             ("vllm bench serve, 150 requests at concurrency 8 (closed loop)", "8",
+                                              "closed loop of 8 clients"),
+                                             ("offline, 500 requests sent at once", "max", None),
+                                             ("benchmark_latency.py batch of 8", "8", None)])
+def test_a_row_under_a_request_stream_is_left_to_the_serving_simulator(notes, batch, why):
+    """One static batch cannot give the TTFT of requests meeting a running batch: a rate or a closed loop is
+    skipped with the reason (benchmarks/serving_published.py simulates it); a burst or a batch of N stays static."""
+    row = {"id": "X2", "metric": "ttft_ms", "value": "30", "isl": "467", "osl": "256", "batch": batch, "tp": "1",
+           "gpus": "1", "hw_card": "h100-sxm", "model_card": "llama-3.1-8b", "weight_quant": "BF16",
+           "kv_dtype": "bf16", "engine": "vLLM 0.11.0", "notes": notes}
+    p = predict_row(row, CardStore())
+    assert (p.predicted is None and why in p.skipped) if why else p.predicted > 0

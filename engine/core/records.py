@@ -44,8 +44,8 @@ class StepRecord:
 
 @dataclass(frozen=True)
 class RequestTiming:
-    """A served batch of requests: TTFT = the prefill step(s) + the first decode step; ITL = mean decode step (host
-    seconds). `device`: the same in device seconds (CUDA events); `tokens`: the generated ids per request;
+    """A served batch of requests: TTFT = the prefill step(s), which sample the first token; ITL = mean decode step
+    (host seconds). `device`: the same in device seconds (CUDA events); `tokens`: the generated ids per request;
     `decode_modes`: decode steps per mode (graphs / static / eager)."""
 
     ttft_s: float

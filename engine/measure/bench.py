@@ -86,7 +86,7 @@ def measure_both(eng: LLMEngine, phase: str, batch: int, context: int, new_token
 
 def measure_request(eng: LLMEngine, prompt: int, output: int, batch: int, seed: int = 0) -> RequestTiming:
     """Serve `batch` requests of `prompt` random tokens -> `output` tokens together through the scheduler.
-    TTFT = the prefill step(s) + the first decode step; ITL = mean decode step; in host seconds, and in device
+    TTFT = the prefill step(s), which sample the first token; ITL = mean decode step; in host seconds, and in device
     seconds under `device` (CUDA events; the host's figures on the CPU). `tokens`: the generated ids per request;
     `decode_modes`: decode steps per mode (graphs / static / eager)."""
     rng = random.Random(seed)
@@ -109,7 +109,7 @@ def _request_times(prefill: list, decode: list, prompt_tokens: int, key: str) ->
     """TTFT, ITL (s) and rates (tokens/s) from the steps' `key` seconds."""
     t_pre = sum(getattr(s, key) for s in prefill)
     itl = sum(getattr(s, key) for s in decode) / max(len(decode), 1)
-    return {"ttft_s": t_pre + (getattr(decode[0], key) if decode else 0.0), "itl_s": itl,
+    return {"ttft_s": t_pre, "itl_s": itl,
             "prefill_tok_s": prompt_tokens / t_pre, "decode_tok_s": 1.0 / itl if itl else float("nan")}
 
 

@@ -134,7 +134,7 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
     except (KeyError, ValueError, TypeError) as err:
         return RowPrediction(row.get("id", "?"), row.get("metric", "?"), float("nan"), None,
                              skipped=f"unreadable row: {err}")
-    problem = row_problem(row) or closed_loop(row)
+    problem = row_problem(row) or under_load(row)
     if problem:
         out.skipped = problem
         return out
@@ -162,11 +162,19 @@ def _split_normalisation(metric: str) -> tuple[str, str]:
     return metric, ""
 
 
-def closed_loop(row: dict) -> str | None:
-    """Why a closed-loop row of N > 1 clients is not predicted by one static batch: its TTFT is a new request's
-    wait inside a running batch (benchmarks/serving_published.py simulates it); None for other rows."""
-    batch = row.get("batch", "").strip()
-    if re.search(r"closed[- ]loop", row.get("notes", ""), re.I) and batch.isdigit() and int(batch) > 1:
+# an open-loop request rate as benchmark notes state it ("QPS=16", "request rate 4 req/s")
+REQUEST_RATE = re.compile(r"QPS\s*=\s*([\d.]+)|request rate\s+([\d.]+)\s*req/s", re.I)
+
+
+def under_load(row: dict) -> str | None:
+    """Why a row measured under a request stream (an open-loop rate, or a closed loop of N > 1 clients) is not
+    predicted by one static batch: its requests meet a running batch and its queue (benchmarks/serving_published.py
+    simulates them); None for other rows."""
+    notes, batch = row.get("notes", ""), row.get("batch", "").strip()
+    rate = REQUEST_RATE.search(notes)
+    if rate:
+        return f"requests at {rate.group(1) or rate.group(2)} req/s: the serving simulator's (benchmarks/serving_published.py)"
+    if re.search(r"closed[- ]loop", notes, re.I) and batch.isdigit() and int(batch) > 1:
         return f"a closed loop of {batch} clients: the serving simulator's (benchmarks/serving_published.py)"
     return None
 
@@ -231,8 +239,8 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
         values, _, _ = request_metrics(card, hw, wl, eff)
         return float(values[LATENCY_S[metric]])
     if metric in LATENCY_MS:
-        # `batch` requests arriving together (`max`: the max-load batch): TTFT = their prefill + the first decode
-        # step, ITL = the mean decode step over the output
+        # `batch` requests arriving together (`max`: the max-load batch): TTFT = their prefill (which samples the
+        # first token), ITL = the mean decode step over the output
         wl = Workload(prompt_tokens=isl or UNSTATED_PROMPT_TOKENS, output_tokens=max(osl or UNSTATED_OUTPUT_TOKENS, 2),
                       batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
         if row["batch"].strip().lower() == "max":

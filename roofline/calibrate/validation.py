@@ -220,7 +220,7 @@ def _kernels(parts: list, work: list[tuple[int, int]]) -> int:
 def predict_served(card: ModelCard, hw: HardwareCard, batch: int, prompt: int, output: int, dtype: str,
                    eff=None) -> RequestTiming:
     """TTFT, ITL and tok/s as `bench.measure_request` reads them off the engine: TTFT = every step that runs
-    prompt tokens + the first pure decode step; ITL = the mean pure decode step."""
+    prompt tokens (the last samples the first token); ITL = the mean pure decode step."""
     eff = eff or expected_efficiency(hw)
     pre, dec = [], []
     for work in served_steps(batch, prompt, output):
@@ -228,7 +228,7 @@ def predict_served(card: ModelCard, hw: HardwareCard, batch: int, prompt: int, o
         (pre if any(n > 1 or ctx < prompt for n, ctx in work) else dec).append(seconds)
     t_pre = sum(pre)
     itl = sum(dec) / max(len(dec), 1)
-    return RequestTiming(ttft_s=t_pre + (dec[0] if dec else 0.0), itl_s=itl, prefill_tok_s=batch * prompt / t_pre,
+    return RequestTiming(ttft_s=t_pre, itl_s=itl, prefill_tok_s=batch * prompt / t_pre,
                          decode_tok_s=1.0 / itl if itl else float("nan"))
 
 

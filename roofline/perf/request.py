@@ -181,8 +181,9 @@ def request_metrics(card, hw, wl: Workload, eff: Efficiency, draft=None, batch=N
     contexts = decode_contexts(np.asarray(prompt) + wl.context_tokens, wl.output_tokens)
     dec = decode_step_time(card, hw, wl, eff, np.asarray(batch)[..., None], contexts, draft)
     itl = np.mean(dec.total_s, axis=-1) / wl.tokens_per_verify
-    first = np.asarray(dec.total_s)[..., 0]
-    return {"ttft_s": pre.total_s + first, "itl_s": itl, "e2e_s": pre.total_s + wl.output_tokens * itl,
+    # the prefill step samples the first token (vLLM, TensorRT-LLM, llama.cpp and the engine): TTFT is the prefill,
+    # and the other output_tokens - 1 tokens take a decode step each
+    return {"ttft_s": pre.total_s, "itl_s": itl, "e2e_s": pre.total_s + max(wl.output_tokens - 1, 0) * itl,
             "prefill_tok_s": batch * prompt / pre.total_s, "decode_tok_s": 1.0 / itl,
             "decode_tok_s_aggregate": batch / itl}, pre, dec
 
