@@ -11,12 +11,13 @@ import csv
 import io
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from roofline.calibrate.fit import error_summary
+from roofline.calibrate.row_conditions import MAX_LOAD_BATCH_CAP, max_load_batch, row_flags, under_load
 from roofline.cards.files import MAX_CSV_BYTES, read_text
 from roofline.cards.formats import weight_format
 from roofline.cards.runtime import RuntimeChoice
@@ -36,10 +37,6 @@ from roofline.sizing.memory import Deployment, max_concurrency
 # Benchmarks that do not state their prompt: Ollama's published Spark numbers (rows H139-H150).
 UNSTATED_PROMPT_TOKENS = 512
 UNSTATED_OUTPUT_TOKENS = 128
-# trtllm-bench offline runs at "max" batch: the scheduler's cap (TensorRT-LLM perf-overview, max_batch_size 2048)
-# or the largest batch whose KV fits, whichever is smaller; under a runtime profile its `max_num_seqs` is the cap.
-MAX_LOAD_BATCH_CAP = 2048
-
 METRICS = ("decode_tok_s", "prefill_tok_s", "agg_decode_tok_s", "agg_output_tok_s", "ttft_ms", "itl_ms", "tpot_ms",
            "batch_latency_s")
 # PUBLISHED.md: ttft_ms, itl_ms in milliseconds; COLLECTED.md: tpot_ms (time per output token after the first, ms),
@@ -142,7 +139,7 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
         card, hw, gpus = cards_of(row, store)
         out.model, out.hw = card.name, hw.name
         if eff is None:
-            eff = _row_flags(row, expected_efficiency(hw, runtime))
+            eff = row_flags(row, expected_efficiency(hw, runtime))
         out.runtime = eff.runtime
         cap = max_load_batch(row, runtime)
         out.predicted = _predict(row, card, hw, gpus, eff, cap)
@@ -160,33 +157,6 @@ def _split_normalisation(metric: str) -> tuple[str, str]:
         if metric.endswith("_" + per):
             return metric[: -len(per) - 1], per
     return metric, ""
-
-
-# an open-loop request rate as benchmark notes state it ("QPS=16", "request rate 4 req/s")
-REQUEST_RATE = re.compile(r"QPS\s*=\s*([\d.]+)|request rate\s+([\d.]+)\s*req/s", re.I)
-
-
-def under_load(row: dict) -> str | None:
-    """Why a row measured under a request stream (an open-loop rate, or a closed loop of N > 1 clients) is not
-    predicted by one static batch: its requests meet a running batch and its queue (benchmarks/serving_published.py
-    simulates them); None for other rows."""
-    notes, batch = row.get("notes", ""), row.get("batch", "").strip()
-    rate = REQUEST_RATE.search(notes)
-    if rate:
-        return f"requests at {rate.group(1) or rate.group(2)} req/s: the serving simulator's (benchmarks/serving_published.py)"
-    if re.search(r"closed[- ]loop", notes, re.I) and batch.isdigit() and int(batch) > 1:
-        return f"a closed loop of {batch} clients: the serving simulator's (benchmarks/serving_published.py)"
-    return None
-
-
-def max_load_batch(row: dict, runtime: RuntimeChoice | None) -> int:
-    """The most sequences an offline max-load row (`batch` max) runs at once: the runtime's `max_num_seqs` (else
-    MAX_LOAD_BATCH_CAP), and no more than the requests it states ("500 requests sent at once")."""
-    cap = MAX_LOAD_BATCH_CAP
-    if runtime is not None:
-        cap = runtime.profile.serving_policy(runtime.version or runtime.range_start)["max_num_seqs"] or cap
-    sent = re.search(r"(\d+)\s+(?:requests|prompts)\b", row.get("notes", ""))
-    return min(cap, int(sent.group(1))) if sent and int(sent.group(1)) > 0 else cap
 
 
 def _predict(row: dict, card, hw, gpus: int, eff: Efficiency, cap: int = MAX_LOAD_BATCH_CAP) -> float | None:
@@ -256,25 +226,6 @@ def _at_max_load(card, hw, wl: Workload, cap: int) -> Workload:
     limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
                             Deployment(wl.tp, wl.pp))
     return wl.model_copy(update={"batch": max(min(limit, cap), 1)})
-
-
-# Marlin (vLLM/SGLang `--*-backend marlin`, `gptq_marlin`) is a mixed-precision kernel: 4-bit weights dequantised
-# in registers into 16-bit tensor-core math (W4A16; github.com/IST-DASLab/marlin README), whatever FP4 units the card has
-MARLIN_KERNEL_DTYPES = {fmt: ("bf16", "fp16", "fp32") for fmt in ("nvfp4", "mxfp4", "int4")}
-
-
-def _row_flags(row: dict, eff: Efficiency) -> Efficiency:
-    """Conditions the row's `engine` text states over the runtime's defaults: llama.cpp's `-ub N` prefill
-    micro-batch; Marlin kernels for 4-bit weights."""
-    if eff.runtime == "generic":
-        return eff
-    engine = row.get("engine", "")
-    m = re.search(r"-ub\s+(\d+)", engine)
-    if m:
-        eff = replace(eff, prefill_chunk_tokens=float(m.group(1)))
-    if "marlin" in engine.lower():
-        eff = replace(eff, kernel_dtypes={**eff.kernel_dtypes, **MARLIN_KERNEL_DTYPES})
-    return eff
 
 
 MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",

@@ -277,10 +277,7 @@ def names_of(card) -> tuple[str, ...]:
 def checkpoint_weights(card: ModelCard, name: str) -> str | None:
     """The weight formats of the published checkpoint `name` names (spelt as `_by_name` matches), else None."""
     key = name_key(name)
-    for checkpoint, spec in card.checkpoints.items():
-        if checkpoint.lower() == name.strip().lower() or name_key(checkpoint) == key:
-            return spec.weights
-    return None
+    return next((spec.weights for checkpoint, spec in card.checkpoints.items() if name_key(checkpoint) == key), None)
 
 
 def card_to_yaml(card: BaseModel) -> str:

@@ -1,0 +1,60 @@
+"""Conditions a published row states beyond its columns, read from its `engine` and `notes` texts: flags that change
+the kernels (llama.cpp's `-ub`, Marlin), the most sequences an offline max-load run holds, and whether the row was
+measured under a request stream (the serving simulator's, not one static batch's)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from roofline.cards.runtime import RuntimeChoice
+from roofline.perf.efficiency import Efficiency
+
+# trtllm-bench offline runs at "max" batch: the scheduler's cap (TensorRT-LLM perf-overview, max_batch_size 2048)
+# or the largest batch whose KV fits, whichever is smaller; under a runtime profile its `max_num_seqs` is the cap.
+MAX_LOAD_BATCH_CAP = 2048
+
+# an open-loop request rate as benchmark notes state it ("QPS=16", "request rate 4 req/s")
+REQUEST_RATE = re.compile(r"QPS\s*=\s*([\d.]+)|request rate\s+([\d.]+)\s*req/s", re.I)
+
+
+def under_load(row: dict) -> str | None:
+    """Why a row measured under a request stream (an open-loop rate, or a closed loop of N > 1 clients) is not
+    predicted by one static batch: its requests meet a running batch and its queue (benchmarks/serving_published.py
+    simulates them); None for other rows."""
+    notes, batch = row.get("notes", ""), row.get("batch", "").strip()
+    rate = REQUEST_RATE.search(notes)
+    if rate:
+        return f"requests at {rate.group(1) or rate.group(2)} req/s: the serving simulator's (benchmarks/serving_published.py)"
+    if re.search(r"closed[- ]loop", notes, re.I) and batch.isdigit() and int(batch) > 1:
+        return f"a closed loop of {batch} clients: the serving simulator's (benchmarks/serving_published.py)"
+    return None
+
+
+def max_load_batch(row: dict, runtime: RuntimeChoice | None) -> int:
+    """The most sequences an offline max-load row (`batch` max) runs at once: the runtime's `max_num_seqs` (else
+    MAX_LOAD_BATCH_CAP), and no more than the requests it states ("500 requests sent at once")."""
+    cap = MAX_LOAD_BATCH_CAP
+    if runtime is not None:
+        cap = runtime.profile.serving_policy(runtime.version or runtime.range_start)["max_num_seqs"] or cap
+    sent = re.search(r"(\d+)\s+(?:requests|prompts)\b", row.get("notes", ""))
+    return min(cap, int(sent.group(1))) if sent and int(sent.group(1)) > 0 else cap
+
+
+# Marlin (vLLM/SGLang `--*-backend marlin`, `gptq_marlin`) is a mixed-precision kernel: 4-bit weights dequantised
+# in registers into 16-bit tensor-core math (W4A16; github.com/IST-DASLab/marlin README), whatever FP4 units the card has
+MARLIN_KERNEL_DTYPES = {fmt: ("bf16", "fp16", "fp32") for fmt in ("nvfp4", "mxfp4", "int4")}
+
+
+def row_flags(row: dict, eff: Efficiency) -> Efficiency:
+    """Conditions the row's `engine` text states over the runtime's defaults: llama.cpp's `-ub N` prefill
+    micro-batch; Marlin kernels for 4-bit weights."""
+    if eff.runtime == "generic":
+        return eff
+    engine = row.get("engine", "")
+    m = re.search(r"-ub\s+(\d+)", engine)
+    if m:
+        eff = replace(eff, prefill_chunk_tokens=float(m.group(1)))
+    if "marlin" in engine.lower():
+        eff = replace(eff, kernel_dtypes={**eff.kernel_dtypes, **MARLIN_KERNEL_DTYPES})
+    return eff
