@@ -92,7 +92,10 @@ CAUSES = """## Systematic causes found in the residuals
   predicted per decode step were link latency, charged as a ring all-reduce's 2(n-1) = 14 hops per all-reduce, 160
   all-reduces a step. These runtimes run small all-reduces with their own one-shot kernels (each GPU reads its peers
   directly), so a profile now sets `allreduce_latency_hops: 1` (the generic prediction keeps the ring). The rest of
-  that gap is per-kernel launch cost under CUDA/HIP graphs, which the profiles do not fit yet.
+  that gap is per-kernel launch cost under CUDA/HIP graphs, which the profiles do not fit yet. The one-shot kernel
+  needs every peer on NVLink/xGMI: over PCIe beyond two GPUs vLLM refuses it ("not supported on more than two
+  PCIe-only GPUs") and runs NCCL's ring, which the prediction now charges there (vLLM on 4-8 PCIe A100s/A10s,
+  Q411-Q419, had read up to 4.5x fast).
 - **llama.cpp quantized prefill changed kernels in June 2024.** Before, prompts above a small batch were
   dequantized and run on FP16 cuBLAS; PRs #7676, #7860 and #8062 rewrote MMQ on int8 tensor cores (1.5-2x the old
   rate at the default microbatch 512, far below it at microbatch 16-32, M046-M047), and PR #8075 (merged 2024-06-24

@@ -404,3 +404,16 @@ def test_a_scope_fitted_from_one_document_ships_nothing():
     st = CardStore()
     assert fit_all(one, st, min_sources=1) and not fit_all(one, st, min_sources=MIN_SHIPPED_SOURCES)
     assert ("llama.cpp", "nvidia-gpu") in fit_all(two, st, min_sources=MIN_SHIPPED_SOURCES)
+
+
+def test_one_shot_all_reduce_needs_nvlink_beyond_two_gpus():
+    """A runtime's one-shot all-reduce (allreduce_latency_hops) reads every peer directly: on NVLink/xGMI at any size,
+    on PCIe only between two GPUs; beyond that the ring's 2(n-1) hops are paid (vLLM disables it there)."""
+    from roofline.perf.ops import Op
+    from roofline.perf.timing import _one_shot
+
+    one_shot = replace(Efficiency(), allreduce_latency_hops=1)
+    ring = lambda n: Op("all_reduce", "comm", "bf16", 0.0, gemm=False, link_hops=2 * (n - 1))  # noqa: E731
+    assert _one_shot(ring(8), "nvlink4", one_shot) and _one_shot(ring(8), "infinity-fabric", one_shot)
+    assert _one_shot(ring(2), "pcie4", one_shot) and not _one_shot(ring(4), "pcie4", one_shot)
+    assert not _one_shot(ring(8), "nvlink4", Efficiency())  # no runtime kernel: the ring

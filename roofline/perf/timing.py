@@ -108,7 +108,7 @@ def _add_link(st: StepTime, op: Op, hw: HardwareCard, eff: Efficiency) -> None:
     mode only: latency is overhead, which the ceiling leaves out)."""
     ic = hw.interconnect
     transfer = op.link_bytes / (ic.bandwidth_bytes_per_s_per_direction * eff.link)
-    hops = eff.allreduce_latency_hops if op.name == "all_reduce" and eff.allreduce_latency_hops else op.link_hops
+    hops = eff.allreduce_latency_hops if _one_shot(op, ic.kind, eff) else op.link_hops
     latency = hops * ic.latency_s if eff.kernel_overhead_s or eff.step_overhead_s else 0.0
     t = op.count * (transfer + latency)
     st.total_s = st.total_s + t
@@ -116,6 +116,16 @@ def _add_link(st: StepTime, op: Op, hw: HardwareCard, eff: Efficiency) -> None:
     st.overhead_s = st.overhead_s + op.count * latency
     st.by_class["comm"] = st.by_class.get("comm", 0.0) + t
     st.by_op[op.name] = st.by_op.get(op.name, 0.0) + t
+
+
+def _one_shot(op: Op, link_kind: str, eff: Efficiency) -> bool:
+    """Whether an all-reduce runs the runtime's one-shot kernel (`allreduce_latency_hops`): each GPU reads its peers
+    directly, which needs them all on NVLink/xGMI; over PCIe beyond two GPUs runtimes fall back to NCCL's ring
+    (vLLM custom_all_reduce.py: "Custom allreduce is disabled because it's not supported on more than two PCIe-only
+    GPUs")."""
+    ring_gpus = op.link_hops // 2 + 1  # a ring all-reduce pays 2(n-1) hops
+    return bool(op.name == "all_reduce" and eff.allreduce_latency_hops
+                and not (link_kind.startswith("pcie") and ring_gpus > 2))
 
 
 def bound_of(st: StepTime) -> Num:
