@@ -109,7 +109,7 @@ def main() -> None:
         load = {"open": f"Poisson {rate:g} req/s, {n} requests", "burst": f"{n} at once",
                 "batch": f"{rate:g} clients, {n} requests"}[kind]
         e_sim = (sim - measured) / measured
-        e_static = (static - measured) / measured if static else math.nan  # None: a closed loop (no static)
+        e_static = (static - measured) / measured if static else math.nan  # None: a row under a rate or closed loop
         errs_sim.append(abs(e_sim))
         errs_static.append(abs(e_static))
         choice = runtime_of(row, st)
