@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from roofline.calibrate.published import cards_of, predict_row, runtime_of
-from roofline.calibrate.row_conditions import REQUEST_RATE
+from roofline.calibrate.row_conditions import CLOSED_LOOP, REQUEST_RATE, requests_sent
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import expected_efficiency
@@ -37,19 +37,15 @@ def load_of(row: dict) -> tuple[str, float, int] | str:
     """('open', rate, requests) | ('burst', 0, requests) | ('batch', N clients, requests: a closed loop's stated count,
     else N), or why the load is not stated."""
     notes, batch = row.get("notes", ""), row["batch"].strip().lower()
-    count = re.search(r"(\d+)\s+(?:requests|prompts)|--num-prompts?\s+(\d+)", notes)
+    count = requests_sent(row)
     if re.search(r"QPS\s*=\s*INF|infinite request rate", notes, re.I) or batch == "max":
-        return ("burst", 0.0, _count(count)) if count else "all requests at once, but how many is not stated"
+        return ("burst", 0.0, count) if count else "all requests at once, but how many is not stated"
     rate = REQUEST_RATE.search(notes)
     if rate:
-        return "open", float(rate.group(1) or rate.group(2)), _count(count) if count else DEFAULT_REQUESTS
+        return "open", float(rate.group(1) or rate.group(2)), count or DEFAULT_REQUESTS
     if batch.isdigit() and int(batch) > 1:  # N clients; the requests a closed loop states, else one round
-        return "batch", float(batch), _count(count) if count and "closed loop" in notes.lower() else int(batch)
+        return "batch", float(batch), count if count and CLOSED_LOOP.search(notes) else int(batch)
     return "no load stated (batch 1 or empty, no request rate)"
-
-
-def _count(match: re.Match) -> int:
-    return int(match.group(1) or match.group(2))
 
 
 def simulated(row: dict, st: CardStore, load: tuple[str, float, int]) -> float:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from roofline.calibrate.fit import error_summary
-from roofline.calibrate.row_conditions import MAX_LOAD_BATCH_CAP, max_load_batch, row_flags, under_load
+from roofline.calibrate.row_conditions import max_load_batch, row_flags, under_load
 from roofline.cards.files import MAX_CSV_BYTES, read_text
 from roofline.cards.formats import weight_format
 from roofline.cards.runtime import RuntimeChoice
@@ -159,7 +159,7 @@ def _split_normalisation(metric: str) -> tuple[str, str]:
     return metric, ""
 
 
-def _predict(row: dict, card, hw, gpus: int, eff: Efficiency, cap: int = MAX_LOAD_BATCH_CAP) -> float | None:
+def _predict(row: dict, card, hw, gpus: int, eff: Efficiency, cap: int) -> float | None:
     metric, per = _split_normalisation(row["metric"])
     value = _predict_metric(metric, row, card, hw, gpus, eff, cap)
     if value is None or not per:

@@ -16,6 +16,15 @@ MAX_LOAD_BATCH_CAP = 2048
 
 # an open-loop request rate as benchmark notes state it ("QPS=16", "request rate 4 req/s")
 REQUEST_RATE = re.compile(r"QPS\s*=\s*([\d.]+)|request rate\s+([\d.]+)\s*req/s", re.I)
+CLOSED_LOOP = re.compile(r"closed[- ]loop", re.I)
+# the requests a run sent, as notes state it ("500 requests sent at once", "1500 prompts", "--num-prompt 100")
+REQUESTS_SENT = re.compile(r"(\d+)\s+(?:requests|prompts)\b|--num-prompts?\s+(\d+)")
+
+
+def requests_sent(row: dict) -> int | None:
+    """The requests the row's notes say the run sent, else None."""
+    m = REQUESTS_SENT.search(row.get("notes", ""))
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 def under_load(row: dict) -> str | None:
@@ -26,7 +35,7 @@ def under_load(row: dict) -> str | None:
     rate = REQUEST_RATE.search(notes)
     if rate:
         return f"requests at {rate.group(1) or rate.group(2)} req/s: the serving simulator's (benchmarks/serving_published.py)"
-    if re.search(r"closed[- ]loop", notes, re.I) and batch.isdigit() and int(batch) > 1:
+    if CLOSED_LOOP.search(notes) and batch.isdigit() and int(batch) > 1:
         return f"a closed loop of {batch} clients: the serving simulator's (benchmarks/serving_published.py)"
     return None
 
@@ -37,8 +46,8 @@ def max_load_batch(row: dict, runtime: RuntimeChoice | None) -> int:
     cap = MAX_LOAD_BATCH_CAP
     if runtime is not None:
         cap = runtime.profile.serving_policy(runtime.version or runtime.range_start)["max_num_seqs"] or cap
-    sent = re.search(r"(\d+)\s+(?:requests|prompts)\b", row.get("notes", ""))
-    return min(cap, int(sent.group(1))) if sent and int(sent.group(1)) > 0 else cap
+    sent = requests_sent(row)
+    return min(cap, sent) if sent else cap
 
 
 # Marlin (vLLM/SGLang `--*-backend marlin`, `gptq_marlin`) is a mixed-precision kernel: 4-bit weights dequantised

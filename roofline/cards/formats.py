@@ -141,7 +141,9 @@ def math_dtype(fmt: Format, supported: set[str] | frozenset[str]) -> str:
     Weight-only formats (int4, GGUF k-quants on cards without int8 tensor paths) dequantise and run in bf16/fp16;
     fp8/fp4 run natively only where the card lists a peak for them.
     """
-    for dtype in fmt.math_chain:
-        if dtype in supported:
-            return dtype
-    return fmt.math_chain[-1]
+    return first_supported(fmt.math_chain, supported)
+
+
+def first_supported(chain: tuple[str, ...] | list[str], supported: set[str] | frozenset[str]) -> str:
+    """The first dtype of a preference chain the card has a peak for, else the chain's last (its fallback)."""
+    return next((d for d in chain if d in supported), chain[-1])

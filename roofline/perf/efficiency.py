@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from roofline.cards.formats import first_supported
 from roofline.cards.hardware import HardwareCard, default_key
 from roofline.cards.model import ModelCard
 from roofline.errors import CardError, RooflineError
@@ -80,7 +81,7 @@ class Efficiency:
         """The math dtype a GEMM on `fmt` weights runs in under this runtime: its kernels' first dtype the card
         supports, else `dtype` (the format's own chain)."""
         chain = self.kernel_dtypes.get(fmt)
-        return next((d for d in chain if d in supported), chain[-1]) if chain else dtype
+        return first_supported(chain, supported) if chain else dtype
 
 
 CEILING = Efficiency()
