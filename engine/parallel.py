@@ -139,8 +139,8 @@ def free_port() -> int:
 
 
 def _worker(rank: int, world: int, port: int, device: str, fn, args: tuple, results) -> None:
-    """One rank: join the group (NCCL on CUDA, gloo on the CPU), run fn(rank, world, device, *args); rank 0 returns
-    its result through `results`."""
+    """One rank: join the group (NCCL on CUDA, gloo on the CPU), run fn(rank, world, device, *args), report
+    (rank, result) through `results` (rank 0's result, None from the others) once every rank is done."""
     backend = "nccl" if device == "cuda" else "gloo"
     if device == "cuda":
         torch.cuda.set_device(rank)
@@ -150,11 +150,11 @@ def _worker(rank: int, world: int, port: int, device: str, fn, args: tuple, resu
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
         out = fn(rank, world, device, *args)
-        if rank == 0:
-            results.put(out)
         dist.barrier()  # every rank done before any tears the group down (gloo aborts a peer still connected)
+        results.put((rank, out if rank == 0 else None))
     finally:
         dist.destroy_process_group()
+    os._exit(0)  # skip the interpreter's teardown: gloo's threads can abort a process on the way out
 
 
 def check_tp(card, world: int) -> None:
@@ -175,16 +175,31 @@ def check_tp(card, world: int) -> None:
 
 def run_ranks(world: int, device: str, fn, *args):
     """fn(rank, world, device, *args) in `world` spawned processes; rank 0's result. `fn` must be picklable (a
-    module-level function)."""
+    module-level function). A rank killed by a signal after every rank reported its result crashed in the
+    group's teardown, not in the work: the result stands; killed before that, the run fails."""
     if device == "cuda" and torch.cuda.device_count() < world:
         raise EngineError(f"--tp {world}: only {torch.cuda.device_count()} CUDA devices are visible")
     import torch.multiprocessing as mp
 
-    ctx = mp.get_context("spawn")
-    results = ctx.SimpleQueue()
-    mp.start_processes(_worker, args=(world, free_port(), device, fn, args, results), nprocs=world, join=True,
-                       start_method="spawn")
-    return results.get()
+    results = mp.get_context("spawn").SimpleQueue()
+    ranks = mp.start_processes(_worker, args=(world, free_port(), device, fn, args, results), nprocs=world,
+                               join=False, start_method="spawn")
+    got: dict = {}
+    try:
+        while not ranks.join(timeout=0.05):
+            _drain(results, got)  # read while the ranks run: a report larger than the pipe's buffer blocks its put
+    except mp.ProcessExitedException:
+        if len(_drain(results, got)) < world:
+            raise
+    return _drain(results, got)[0]
+
+
+def _drain(results, got: dict) -> dict:
+    """`got` (rank -> result) with the reports waiting in `results` added."""
+    while not results.empty():
+        rank, out = results.get()
+        got[rank] = out
+    return got
 
 
 def serve(rank: int, world: int, device: str, card, options: dict, prompt: int, output: int, batch: int) -> dict:

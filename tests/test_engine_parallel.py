@@ -2,6 +2,7 @@
 process (the ranks' partial sums differ from one process's sums only in rounding)."""
 
 import json
+import os
 
 import pytest
 from conftest import run_cli
@@ -47,3 +48,14 @@ def test_moe_with_biases_and_a_shared_expert_shards_to_the_same_tokens():
 def test_cards_that_do_not_split_are_refused_before_any_process_starts(family, tp, message):
     with pytest.raises(EngineError, match=message):
         parallel.check_tp(TINY[family], tp)
+
+
+def _rank_one_aborts(rank: int, world: int, device: str) -> int:
+    if rank == 1:
+        os.abort()
+    return rank
+
+
+def test_a_rank_killed_before_it_reports_fails_the_run():
+    with pytest.raises(Exception, match="SIGABRT"):
+        parallel.run_ranks(2, "cpu", _rank_one_aborts)
