@@ -41,6 +41,8 @@ def test_aliases(spelling, name):
 def test_versions_as_users_write_them(spec, label, start):
     choice = CardStore().runtime(spec)
     assert (choice.label, choice.range_start) == (label, start)
+    assert choice.described == (label if label.endswith(start) or label.endswith("+") else
+                                f"{label} (the {start}+ profile)")
 
 
 def test_version_order():

@@ -171,6 +171,9 @@ BASE = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--requests", "5")
     (("--concurrency", "2", "--prompt", "lognormal:5"), "--prompt"),
     (("--concurrency", "2", "--rate", "3"), "exactly one"),
     (("--concurrency", "2", "--runtime", "nope"), "--runtime"),
+    (("--rate", "3", "--burstiness", "inf"), "--burstiness"),
+    (("--concurrency", "2", "--prompt", "lognormal:1e30,5"), "beyond any model's context"),
+    (("--concurrency", "2", "--seed", "-1"), "--seed"),
 ])
 def test_bad_input_is_one_line_exit_2(args, words):
     out = run_cli(*BASE, *args)

@@ -255,6 +255,13 @@ class RuntimeChoice(BaseModel):
             return f"{self.profile.name}@{self.version}"
         return f"{self.profile.name}@{self.range_start}+" if self.range_start else self.profile.name
 
+    @property
+    def described(self) -> str:
+        """The label and, for a version asked, the profiled range it falls in: 'vllm@0.11 (the 0.8.0+ profile)'."""
+        if self.version and self.range_start and self.range_start != self.version:
+            return f"{self.label} (the {self.range_start}+ profile)"
+        return self.label
+
 
 def choose_version(profile: RuntimeProfile, version: str | None, date: str | None = None) -> RuntimeChoice:
     """The profile at `version` (or, without one, at `date` YYYY-MM: the newest entry released by then; neither:

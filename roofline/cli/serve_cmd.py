@@ -73,7 +73,7 @@ def serve_cmd(
     prompt: LenOpt = "500", output: LenOpt = "200",
     burstiness: Annotated[float, typer.Option(help="Open loop: gamma shape of the gaps (1 = Poisson, <1 bursty).")] = 1.0,
     slo_ttft: SloOpt = None, slo_itl: SloOpt = None,
-    seed: Annotated[int, typer.Option(help="Random seed (arrivals and lengths).")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Random seed (arrivals and lengths).")] = 0,
     quant: QuantOpt = None, kv_quant: KvOpt = None, gpus: GpusOpt = 1, pp: PpOpt = 1,
     replicas: Annotated[int, typer.Option(help="Replicas behind the router.")] = 1,
     router: Annotated[str, typer.Option(help="round_robin, least_tokens or prefix.")] = "round_robin",
@@ -114,7 +114,7 @@ def capacity_cmd(
     usd_per_gpu_hour: Annotated[Optional[str], typer.Option(
         help="Price of one GPU-hour in USD, for every card (3.5) or per card (h100-sxm=3.99,b200=6.69).")] = None,
     prompt: LenOpt = "500", output: LenOpt = "200",
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Random seed.")] = 0,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Search GPUs per replica, weight and KV formats for the highest Poisson rate meeting the SLO."""

@@ -50,7 +50,7 @@ def sweep_cmd(
     static: Annotated[bool, typer.Option("--static", help="Time one static batch of N prompts arriving together "
                                          "(the analytic predictor) instead of simulating N clients.")] = False,
     requests_per_client: Annotated[int, typer.Option(help="Closed loop: requests each client sends.")] = 4,
-    seed: Annotated[int, typer.Option(help="Closed loop: random seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Closed loop: random seed.")] = 0,
 ):
     """Aggregate and per-request tok/s, ITL and TTFT as concurrency grows. By default N clients in a closed loop
     (each sends its next request when the last completes) through the runtime's scheduler, with the static

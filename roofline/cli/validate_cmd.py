@@ -52,7 +52,7 @@ def validate_cmd(
                                                     "over the bundled cards the engine runs (not the quick grid's), "
                                                     "batch 1-32, prompt 16-1024; replaces --model/--batch/--prompt.")]
     = None,
-    seed: Annotated[int, typer.Option(help="Engine shapes: the --random draw's seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Engine shapes: the --random draw's seed.")] = 0,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Report the predictor's error per metric: median and p90 absolute % error and bias."""

@@ -201,7 +201,7 @@ def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoic
     if "prefill_chunk_tokens" not in values and policy["chunked_prefill"] and policy["max_num_batched_tokens"]:
         values["prefill_chunk_tokens"] = float(policy["max_num_batched_tokens"])
     return replace(base, **values, compute_by_format=by_format, kernel_dtypes=dtypes, runtime=runtime.label,
-                   source=f"runtime profile {runtime.label} on {default_key(hw)} ({hw.vendor})")
+                   source=f"runtime profile {runtime.described} on {default_key(hw)} ({hw.vendor})")
 
 
 def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: HardwareCard, quant: str | None,

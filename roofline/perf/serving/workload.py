@@ -27,6 +27,7 @@ class Request:
 # --- lengths ------------------------------------------------------------------------------------------------------
 
 DISTRIBUTIONS = ("fixed", "uniform", "normal", "lognormal")
+MAX_LENGTH_TOKENS = 1e9  # a length parameter beyond this is a typo: 100x the longest context any model offers (10M)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ def parse_lengths(option: str, text: str) -> Lengths:
     if kind not in DISTRIBUTIONS or len(values) != expected or min(values, default=0) <= 0:
         raise RooflineError(f"{option} {text!r}: use N, uniform:LOW,HIGH, normal:MEAN,SD or lognormal:MEAN,SD "
                             f"with positive token counts")
+    if max(values) > MAX_LENGTH_TOKENS:
+        raise RooflineError(f"{option} {text!r}: {max(values):,.0f} tokens is beyond any model's context; give "
+                            f"token counts up to {MAX_LENGTH_TOKENS:,.0f}")
     if kind == "uniform" and values[1] < values[0]:
         raise RooflineError(f"{option} {text!r}: uniform needs LOW <= HIGH")
     return Lengths(kind, values[0], values[1] if expected == 2 else 0.0)
@@ -83,8 +87,8 @@ def open_loop(rate_per_s: float, n: int, prompt: Lengths, output: Lengths, seed:
     < 1 burstier, > 1 more even; as `vllm bench serve --burstiness`), scale 1 / (rate x burstiness)."""
     if not rate_per_s > 0:
         raise RooflineError(f"--rate: must be > 0 requests/s, got {rate_per_s}")
-    if not burstiness > 0:
-        raise RooflineError(f"--burstiness: must be > 0, got {burstiness}")
+    if not 0 < burstiness < math.inf:
+        raise RooflineError(f"--burstiness: must be a finite number > 0, got {burstiness}")
     rng = np.random.default_rng(seed)
     gaps = rng.gamma(burstiness, 1.0 / (rate_per_s * burstiness), n)
     arrivals = np.cumsum(gaps)
