@@ -138,6 +138,24 @@ CAUSES = """## Systematic causes found in the residuals
   is predicted with 16-bit math for its 4-bit weights; an offline max-load row runs at most the runtime's
   `max_num_seqs` sequences and no more than the requests it sent; a closed loop of N > 1 clients is not predicted by
   one static batch (its TTFT is a wait inside a running batch) and goes to `benchmarks/serving_published.py`.
+- **Decode at batch 1 read compute-bound for GGUF weights.** A GEMM was padded to the tensor-core tile
+  (`gemm_min_tokens`, 16 rows on GPUs) even at the few rows a matrix-vector kernel takes (`gemv_max_tokens`:
+  llama.cpp's MMVQ up to 8): a Q4_K_M decode step paid 16x its FLOPs at the low int8 MMQ efficiency, and llama.cpp
+  2025 builds on an RTX 3090 (N020-N021, 136-143 tok/s) read 42 tok/s under the b3216+ fit, 89 generic. Matrix-vector
+  kernels now neither pad nor ramp: the same rows read -14% (generic defaults refitted by `fit_defaults.py`: mean
+  |log error| 0.111 before the change, 0.118 after it at the old defaults, 0.116 refitted).
+- **MoE prompts in small micro-batches are predicted, not fitted on.** At llama.cpp's `-ub 512` each expert of
+  Qwen3-30B-A3B sees 32 tokens a step (gpt-oss-120b 16, gpt-oss-20b 64), far below one 128-token MMQ tile, so its
+  expert GEMMs run well below the large-GEMM efficiency `compute_by_format` stands for. Fitted beside dense rows of
+  the same format, two such rows (P007, P016) took the NVIDIA Q4_K_M efficiency from 0.24 to 0.04 once decode no
+  longer held it up, and every dense Q4_K_M prompt then read ~5x slow. A MoE row whose step gives each expert fewer
+  than 128 tokens (`EXPERT_TILE_TOKENS`) is still predicted and judged, but enters no fit.
+- **llama.cpp's F16 GEMMs accumulate in FP16.** ggml-cuda's cuBLAS path asks for `CUBLAS_COMPUTE_16F` (FP32 only on
+  CDNA/RDNA4), which GeForce tensor cores run at twice their FP32-accumulate rate; pro and datacenter parts run both at
+  one rate. The GeForce cards carry that peak (`fp16_acc16`) and llama.cpp's and Ollama's profiles name it for F16
+  weights (`kernel_dtypes: {fp16: [fp16_acc16, fp16, fp32]}`), before build b3216 for every quantized prompt too (then
+  dequantized to F16 on cuBLAS). May 2024 prompts of an 8B F16 model (X rows) had read 10-30% slow on GeForce cards
+  and 70-170% fast on pro ones under one fitted efficiency; an RTX 4080 reached 119% of its FP32-accumulate peak.
 - **Ollama is slower than llama.cpp's kernels on the same cards.** Through its OpenAI endpoint (gparemsky, R020-R063)
   Ollama decodes 13-33% below the llama.cpp-kernel prediction on an RTX 4090, A100 and RTX A6000, and its MoE
   prompts (qwen3-30b-a3b, gpt-oss-120b) run at 15-30% of the dense-kernel rate; dense prompts match. Its own rows are

@@ -303,3 +303,24 @@ def test_workload_validation_in_api():
         make_workload(output_tokens=0)
     assert Workload(quant="Q4_K_M").quant == "q4_k_m"
     assert CEILING.memory == 1.0
+
+
+def test_matrix_vector_kernels_are_not_padded_to_the_gemm_tile():
+    """Up to `gemv_max_tokens` rows a GEMM runs as a matrix-vector kernel: it pays its own FLOPs, not a 16-row
+    tensor-core tile's, so a Q4_K_M decode step at batch 1 is bandwidth-bound, not compute-bound at MMQ's int8 rate."""
+    from dataclasses import replace
+
+    from roofline.perf.efficiency import expected_efficiency
+    from roofline.perf.ops import Op
+    from roofline.perf.timing import compute_seconds
+
+    hw = CardStore().hardware("rtx-3090")
+    eff = replace(expected_efficiency(hw), gemm_min_tokens=16, gemv_max_tokens=8, gemm_half_tokens=0)
+    op = Op("ffn", "ffn", "int8", 1e9, weight_bytes=5e8, weight_format="q4_k_m")
+    one, eight, nine = (compute_seconds(op, hw, eff, m) for m in (1, 8, 9))
+    assert eight == pytest.approx(one)  # the same op, FLOPs as counted
+    assert nine == pytest.approx(16 / 9 * one)  # past the matrix-vector limit: padded to the 16-row tile
+    run = run_cli("predict", "-m", "llama-3.1-8b", "--hw", "rtx-3090", "--quant", "q4_k_m", "--runtime", "llama.cpp",
+                  "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["bound"]["decode"] == "memory", run.stdout[-600:]

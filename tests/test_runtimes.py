@@ -419,3 +419,38 @@ def test_one_shot_all_reduce_needs_nvlink_beyond_two_gpus():
     assert _one_shot(ring(8), "nvlink4", one_shot) and _one_shot(ring(8), "infinity-fabric", one_shot)
     assert _one_shot(ring(2), "pcie4", one_shot) and not _one_shot(ring(4), "pcie4", one_shot)
     assert not _one_shot(ring(8), "nvlink4", Efficiency())  # no runtime kernel: the ring
+
+
+def test_llama_cpp_f16_gemms_run_at_the_fp16_accumulate_rate_where_a_card_has_one():
+    """llama.cpp's cuBLAS F16 GEMMs accumulate in FP16: a GeForce card's FP16-accumulate peak (twice its FP32-
+    accumulate `fp16`) applies, a pro card without that figure keeps `fp16`; vLLM (FP32 accumulate) never sees it.
+    Before b3216 quantized prompts took the same cuBLAS path (dequantized to F16), from b3216 MMQ's int8."""
+    st = CardStore()
+    geforce, pro = st.hardware("rtx-4090"), st.hardware("rtx-6000-ada")
+    assert geforce.peak("fp16_acc16") == pytest.approx(2 * geforce.peak("fp16"), rel=0.01)
+    new, old = st.runtime("llama.cpp"), st.runtime("llama.cpp@b2500")
+    assert expected_efficiency(geforce, new).kernel_dtype("fp16", "fp16", geforce.supported_dtypes) == "fp16_acc16"
+    assert expected_efficiency(pro, new).kernel_dtype("fp16", "fp16", pro.supported_dtypes) == "fp16"
+    assert expected_efficiency(geforce, st.runtime("vllm")).kernel_dtype("fp16", "fp16", geforce.supported_dtypes) == "fp16"
+    assert expected_efficiency(geforce, old).kernel_dtype("q4_k_m", "int8", geforce.supported_dtypes) == "fp16_acc16"
+    assert expected_efficiency(geforce, new).kernel_dtype("q4_k_m", "int8", geforce.supported_dtypes) == "int8"
+
+
+def test_moe_prompts_in_small_micro_batches_are_predicted_but_not_fitted_on():
+    """At llama.cpp's -ub 512 each of Qwen3-30B-A3B's 128 experts sees 32 tokens (8 per token): below one 128-token
+    GEMM tile, so the row enters no fit; the dense model's prompt and a MoE decode row do."""
+    from roofline.calibrate.runtime_fit import fit_rows
+
+    base = {"source": "s", "hardware": "", "engine": "llama.cpp CUDA build 7000", "params_b": "", "kv_dtype": "",
+            "tp": "1", "unit": "tok/s", "notes": "", "hw_card": "rtx-4090", "gpus": "1", "date": "2025-11",
+            "batch": "1"}
+    rows = [{**base, "id": "a", "model": "q", "model_card": "qwen3-30b-a3b", "weight_quant": "Q4_K_M", "isl": "512",
+             "osl": "0", "metric": "prefill_tok_s", "value": "5000"},
+            {**base, "id": "b", "model": "l", "model_card": "llama-3.1-8b", "weight_quant": "Q4_K_M", "isl": "512",
+             "osl": "0", "metric": "prefill_tok_s", "value": "8000"},
+            {**base, "id": "c", "model": "q", "model_card": "qwen3-30b-a3b", "weight_quant": "Q4_K_M", "isl": "0",
+             "osl": "128", "metric": "decode_tok_s", "value": "200"},
+            {**base, "id": "d", "model": "q", "model_card": "qwen3-30b-a3b", "weight_quant": "Q4_K_M", "isl": "512",
+             "osl": "0", "metric": "prefill_tok_s", "value": "5000", "engine": "llama.cpp CUDA build 7000, -ub 2048"}]
+    fitted = {r.row["id"]: r.fitted for r in fit_rows(rows, CardStore())}
+    assert fitted == {"a": False, "b": True, "c": True, "d": False}  # -ub 2048 but a 512-token prompt: still 32

@@ -34,9 +34,12 @@ GEMV_MAX_TOKENS = (1, 4, 8, 16, 32)
 GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens",)
 HELD_OUT_SHARE = 0.3
 # Where the fit starts besides the card's defaults: the GEMM ramp trades `compute` against `gemm_half_tokens` (a
-# lower plateau reached sooner fits mid-size prefill nearly as well), so from one start the search can settle in
-# the wrong basin (docs/calibration.md). The start with the least loss wins.
-RAMP_STARTS = ({}, {"compute": 0.95, "gemm_half_tokens": 128.0}, {"compute": 0.5, "gemm_half_tokens": 32.0})
+# lower plateau reached sooner fits mid-size prefill nearly as well), and decode trades the bandwidth fraction
+# against the per-kernel overhead and the matrix-vector fraction, so from one start the search can settle in the
+# wrong basin (docs/calibration.md; from a GPU card's default memory 0.95 a known 0.6 was refound as 0.48). The
+# start with the least loss wins.
+FIT_STARTS = ({}, {"compute": 0.95, "gemm_half_tokens": 128.0}, {"compute": 0.5, "gemm_half_tokens": 32.0},
+              {"memory": 0.7})
 
 
 # the fitted `memory_act` is this activation's pass rate (most cards run it); the others are timed relative to it
@@ -89,7 +92,7 @@ def fit_records(records: list[StepRecord], hw: HardwareCard, store: CardStore, o
     candidates = (gemv_max_tokens,) if gemv_max_tokens else GEMV_MAX_TOKENS
     base = replace(expected_efficiency(hw), activation_cost=activation_cost or {})
     fits = [fit_efficiency(predict(fit), measured, replace(base, gemv_max_tokens=rows, **start),
-                           params, on_step=on_step) for rows in candidates for start in RAMP_STARTS]
+                           params, on_step=on_step) for rows in candidates for start in FIT_STARTS]
     eff = min(fits, key=lambda e: fit_loss(predict(fit), measured, e))
     summary = {}
     for label, rows in (("fit", fit), ("held_out", held)):

@@ -17,11 +17,13 @@ import math
 from dataclasses import dataclass, field
 
 from roofline.calibrate.fit import error_summary
-from roofline.calibrate.published import RowPrediction, predict_row, quant_text, runtime_of
+from roofline.calibrate.published import RowPrediction, cards_of, predict_row, quant_text, runtime_of
+from roofline.calibrate.row_conditions import row_flags
 from roofline.cards.formats import weight_format
 from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice, version_key
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
+from roofline.perf.efficiency import expected_efficiency
 
 LATENCY_BOUND_BATCH = 8  # decode at up to this many sequences streams the weights (memory-bound on every card here)
 DECODE_METRICS = ("decode_tok_s", "agg_decode_tok_s", "itl_ms", "tpot_ms")
@@ -36,6 +38,11 @@ MIN_RANGE_SOURCES = 2  # ... from at least this many source documents; else it k
 # A hardware scope ships a fitted value only when its rows come from this many documents: with one, leave-one-source-
 # out never judged a fit of that scope (held out, nothing is left to fit it on), so its figures would be unjudged
 MIN_SHIPPED_SOURCES = 2
+# A MoE row whose step gives each expert fewer tokens than one GEMM tile is predicted but never fitted on: its expert
+# GEMMs run far below the large-GEMM efficiency `compute_by_format` stands for (llama.cpp's MoE prompts at -ub 512:
+# 32 tokens per expert on Qwen3-30B-A3B, 16 on gpt-oss-120b), and fitted together with dense rows of the same format
+# they dragged that efficiency to a tenth (q4_k_m 0.24 -> 0.04, every dense Q4_K_M prompt then read 5x slow).
+EXPERT_TILE_TOKENS = 128  # ggml-cuda mmq.cuh get_mmq_x_max_host: 128-token tiles on tensor-core GPUs
 POLICIES = ("versions", "runtime", "none")  # most specific first; benchmarks/fit_runtimes.py picks one per runtime
 
 
@@ -47,6 +54,7 @@ class FitRow:
     param: str  # "memory" or "format:<weight format>"
     source: str
     range: str | None = None  # the version starting this row's fitting range (a `refits` entry), None: no split
+    fitted: bool = True  # False: predicted, never fitted on (narrow expert GEMMs, EXPERT_TILE_TOKENS)
 
 
 @dataclass
@@ -69,8 +77,27 @@ def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
             continue
         hw = store.hardware(pred.hw)
         scope, param = f"{hw.vendor.lower()}-{hw.kind}", _param(row)
-        out.append(FitRow(row, choice, scope, param, pred.source, fitting_range(choice, scope, param)))
+        fitted = param == "memory" or not narrow_expert_gemms(row, store, choice)
+        out.append(FitRow(row, choice, scope, param, pred.source, fitting_range(choice, scope, param), fitted))
     return out
+
+
+def narrow_expert_gemms(row: dict, store: CardStore, choice: RuntimeChoice) -> bool:
+    """Whether a MoE row's steps give each expert fewer than EXPERT_TILE_TOKENS tokens: the prompt micro-batch (the
+    runtime's prefill chunk, the row's `-ub`) for prompt metrics, the batch for the others, times experts per token
+    over experts (a max-load row's batch is full)."""
+    card, hw, _ = cards_of(row, store)
+    moe = card.architecture.moe
+    if moe is None:
+        return False
+    if row["metric"] in ("prefill_tok_s", "ttft_ms"):
+        prompt = float(row.get("isl") or 512)
+        chunk = row_flags(row, expected_efficiency(hw, choice)).prefill_chunk_tokens
+        tokens = min(prompt, chunk) if chunk else prompt
+    else:
+        batch = str(row.get("batch") or "1").strip()
+        tokens = float(batch) if batch.replace(".", "", 1).isdigit() else math.inf  # "max": a full batch
+    return tokens * moe.experts_per_token / moe.num_experts < EXPERT_TILE_TOKENS
 
 
 def fitting_range(choice: RuntimeChoice, scope: str, param: str) -> str | None:
@@ -217,9 +244,9 @@ def fit_all(rows: list[FitRow], store: CardStore, policies: dict | None = None,
     """Fit every (runtime, scope) group present in `rows` (or only those in `only`) under the most specific policy
     any kind of its runtime has (`policy_of`): keys (runtime, scope) and, per version range, (runtime,
     scope@version). Runtimes that run another's kernels (`kernels_from`) are not fitted here, nor groups whose rows
-    come from fewer than `min_sources` documents."""
+    come from fewer than `min_sources` documents; rows marked unfitted (`FitRow.fitted`) never enter a fit."""
     groups: dict[tuple, list[FitRow]] = {}
-    for r in rows:
+    for r in (r for r in rows if r.fitted):
         groups.setdefault((r.choice.profile.name, r.scope), []).append(r)
     fits = {}
     for (runtime, scope), members in sorted(groups.items()):

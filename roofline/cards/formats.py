@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 from roofline.errors import UnknownNameError
 
-# dtypes a hardware card may list in `peak_flops` (dense FLOP/s); order = preference when falling back
-MATH_DTYPES = ("fp4", "fp8", "int8", "bf16", "fp16", "tf32", "fp32")
+# dtypes a hardware card may list in `peak_flops` (dense FLOP/s); order = preference when falling back.
+# fp16_acc16: FP16 tensor math accumulating in FP16, which GeForce parts run at twice their FP32-accumulate rate (the
+# `fp16` peak); only a runtime whose kernels accumulate in FP16 names it (llama.cpp's cuBLAS GEMMs, `kernel_dtypes`)
+MATH_DTYPES = ("fp4", "fp8", "int8", "bf16", "fp16", "fp16_acc16", "tf32", "fp32")
 _WEIGHT_ONLY_CHAIN = ("bf16", "fp16", "fp32")
 
 

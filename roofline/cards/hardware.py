@@ -52,6 +52,7 @@ class PeakFlops(Strict):
     tf32: PositiveFlopPerS | None = None
     bf16: PositiveFlopPerS | None = None
     fp16: PositiveFlopPerS | None = None
+    fp16_acc16: PositiveFlopPerS | None = None  # FP16 accumulate, where it differs from `fp16` (GeForce: 2x)
     fp8: PositiveFlopPerS | None = None
     int8: PositiveFlopPerS | None = None
     fp4: PositiveFlopPerS | None = None

@@ -69,11 +69,11 @@ class Efficiency:
     runtime: str = "generic"  # the runtime profile (name@version) these figures assume
 
     def compute_for(self, dtype: str, fmt: str = "") -> float:
-        """Large-GEMM efficiency of one weight format's kernels, else of its math dtype (fp16 shares bf16's; tf32
-        shares fp32's)."""
+        """Large-GEMM efficiency of one weight format's kernels, else of its math dtype (fp16 at either accumulation
+        shares bf16's; tf32 shares fp32's)."""
         if fmt in self.compute_by_format:
             return self.compute_by_format[fmt]
-        key = {"fp16": "bf16", "tf32": "fp32"}.get(dtype, dtype)
+        key = {"fp16": "bf16", "fp16_acc16": "bf16", "tf32": "fp32"}.get(dtype, dtype)
         value = getattr(self, f"compute_{key}", None)
         return self.compute if value is None else value
 
@@ -90,8 +90,8 @@ CEILING = Efficiency()
 DEFAULTS: dict[str, Efficiency] = {
     # 29 rows: llama.cpp 2024 (S4, H033-H057) and TensorRT-LLM max-load (S8, H093-H104) on NVIDIA GPUs
     # link 0.8: NCCL all-reduce bus bandwidth reaches ~80% of NVLink's per-direction rate (nccl-tests); unfitted
-    "gpu": Efficiency(link=0.8, memory=0.94, compute=0.581, compute_int8=0.111, compute_fp4=0.386, attention=0.985,
-                      gemm_min_tokens=16, kernel_overhead_s=12.0e-6, step_overhead_s=4.9e-4,
+    "gpu": Efficiency(link=0.8, memory=0.954, compute=0.567, compute_int8=0.168, compute_fp4=0.390, attention=0.975,
+                      gemm_min_tokens=16, kernel_overhead_s=13.2e-6, step_overhead_s=2.8e-4,
                       source="default for discrete GPUs, fitted to published_train.csv (29 rows)"),
     # 28 rows: llama.cpp build 6918 on DGX Spark (S1, H001-H022) and Ollama decode (S13); Ollama prefill left out.
     # attention 0.15 is measured, not fitted: the same pp2048 prefill at depth 0 and at depth 32768 (llama.cpp

@@ -53,16 +53,17 @@ def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
 
 def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
     """FLOPs / (peak x efficiency). GEMMs with M rows pay for rows padded to `gemm_min_tokens` and reach
-    M / (M + gemm_half_tokens) of their large-GEMM efficiency (never below `gemm_floor`; no ramp up to
-    `gemv_max_tokens` rows). Non-GEMM kernels (attention core, norms) run at the `attention` efficiency, recurrent
-    scans at `scan` (default `attention`)."""
+    M / (M + gemm_half_tokens) of their large-GEMM efficiency (never below `gemm_floor`); up to `gemv_max_tokens`
+    rows they run as matrix-vector kernels, which neither pad nor ramp. Non-GEMM kernels (attention core, norms)
+    run at the `attention` efficiency, recurrent scans at `scan` (default `attention`)."""
     if not op.gemm:
         scan = op.op_class == "mamba" and eff.scan is not None
         return op.flops / (_peak(hw, op.dtype) * (eff.scan if scan else eff.attention))
     m = np.maximum(tokens if op.gemm_tokens is None else op.gemm_tokens, 1e-9)
-    padding = np.maximum(1.0, eff.gemm_min_tokens / m)
+    gemv = m <= eff.gemv_max_tokens  # matrix-vector kernels: no tile to pad, bandwidth-bound, no ramp
+    padding = np.where(gemv, 1.0, np.maximum(1.0, eff.gemm_min_tokens / m))
     ramp = np.maximum(m / (m + eff.gemm_half_tokens), eff.gemm_floor) if eff.gemm_half_tokens else 1.0
-    ramp = np.where(m <= eff.gemv_max_tokens, 1.0, ramp)  # matrix-vector kernels: bandwidth-bound, no ramp
+    ramp = np.where(gemv, 1.0, ramp)
     dtype = eff.kernel_dtype(op.weight_format, op.dtype, hw.supported_dtypes)
     return op.flops * padding / (_peak(hw, dtype) * eff.compute_for(dtype, op.weight_format) * ramp)
 
