@@ -454,3 +454,16 @@ def test_moe_prompts_in_small_micro_batches_are_predicted_but_not_fitted_on():
              "osl": "0", "metric": "prefill_tok_s", "value": "5000", "engine": "llama.cpp CUDA build 7000, -ub 2048"}]
     fitted = {r.row["id"]: r.fitted for r in fit_rows(rows, CardStore())}
     assert fitted == {"a": False, "b": True, "c": True, "d": False}  # -ub 2048 but a 512-token prompt: still 32
+
+
+def test_a_runtimes_ceiling_uses_its_kernels_peaks():
+    """The ceiling is datasheet peaks in the dtypes the runtime's kernels run: llama.cpp's F16 prompt on a GeForce
+    card is bounded by the FP16-accumulate peak (twice the generic ceiling's), never below the expected figure."""
+    run = run_cli("predict", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "f16", "--runtime", "llama.cpp",
+                  "--prompt", "512", "--output", "16", "--json")
+    generic = run_cli("predict", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "f16", "--prompt", "512",
+                      "--output", "16", "--json")
+    assert run.returncode == 0 and generic.returncode == 0, run.stderr + generic.stderr
+    a, g = json.loads(run.stdout), json.loads(generic.stdout)
+    assert a["ceiling"]["prefill_tok_s"] >= a["prefill_tok_s"]
+    assert a["ceiling"]["prefill_tok_s"] == pytest.approx(2 * g["ceiling"]["prefill_tok_s"], rel=0.15)

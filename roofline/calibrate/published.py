@@ -23,7 +23,7 @@ from roofline.cards.formats import weight_format
 from roofline.cards.runtime import RuntimeChoice
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
-from roofline.perf.efficiency import CEILING, Efficiency, expected_efficiency
+from roofline.perf.efficiency import Efficiency, ceiling_for, expected_efficiency
 from roofline.perf.ops import Step
 from roofline.perf.request import (
     decode_contexts,
@@ -143,7 +143,7 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
         out.runtime = eff.runtime
         cap = max_load_batch(row, runtime)
         out.predicted = _predict(row, card, hw, gpus, eff, cap)
-        out.ceiling = _predict(row, card, hw, gpus, CEILING, cap) if ceiling and out.predicted is not None else None
+        out.ceiling = _predict(row, card, hw, gpus, ceiling_for(eff), cap) if ceiling and out.predicted is not None else None
     except (RooflineError, ValueError, ZeroDivisionError) as err:
         out.skipped = " ".join(str(err).split())[:300]  # one line (a pydantic error spans several)
     if out.predicted is None and not out.skipped:

@@ -86,6 +86,12 @@ class Efficiency:
 
 CEILING = Efficiency()
 
+
+def ceiling_for(eff: Efficiency) -> Efficiency:
+    """Datasheet peaks and no overhead, in the math dtypes `eff`'s kernels run (a runtime's `kernel_dtypes`: llama.cpp
+    runs F16 at a GeForce card's FP16-accumulate peak), so a runtime's ceiling is never below its expected figures."""
+    return replace(CEILING, kernel_dtypes=dict(eff.kernel_dtypes))
+
 # Fitted by benchmarks/fit_defaults.py (see its printed report; rows of published_train.csv quoted there).
 DEFAULTS: dict[str, Efficiency] = {
     # 29 rows: llama.cpp 2024 (S4, H033-H057) and TensorRT-LLM max-load (S8, H093-H104) on NVIDIA GPUs

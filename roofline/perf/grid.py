@@ -8,7 +8,7 @@ import numpy as np
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
-from roofline.perf.efficiency import CEILING, Efficiency, expected_efficiency
+from roofline.perf.efficiency import Efficiency, ceiling_for, expected_efficiency
 from roofline.perf.request import request_metrics
 from roofline.perf.workload import Workload
 from roofline.sizing.memory import Deployment, memory_budget
@@ -22,7 +22,8 @@ def sweep_arrays(card: ModelCard, hw: HardwareCard, wl: Workload, batch, prompt,
     runtime's efficiency (default: the card's generic one)."""
     batch = np.asarray(batch, dtype=float)
     prompt = np.asarray(prompt, dtype=float)
-    eff = CEILING if ceiling else eff or expected_efficiency(hw)
+    eff = eff or expected_efficiency(hw)
+    eff = ceiling_for(eff) if ceiling else eff
     values, _, _ = request_metrics(card, hw, wl, eff, batch=batch, prompt=prompt)
     budget = memory_budget(card, hw, wl.quant, wl.kv_quant, prompt + wl.context_tokens + wl.output_tokens, batch,
                            Deployment(wl.tp, wl.pp))

@@ -11,7 +11,7 @@ from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.cards.schema import Num
 from roofline.errors import RooflineError
-from roofline.perf.efficiency import CEILING, Efficiency, expected_efficiency
+from roofline.perf.efficiency import Efficiency, ceiling_for, expected_efficiency
 from roofline.perf.ops import Op, Step, layer_ops, matmul, step_ops
 from roofline.perf.parallel import check_parallel, collective_ops, shard_ops
 from roofline.perf.timing import StepTime, bound_of, time_ops
@@ -223,7 +223,7 @@ def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | 
     check_speculation(card, wl, draft)
     eff = eff or expected_efficiency(hw)
     m, pre, dec = _metrics(card, hw, wl, eff, draft)
-    ceil, _, _ = _metrics(card, hw, wl, CEILING, draft)
+    ceil, _, _ = _metrics(card, hw, wl, ceiling_for(eff), draft)
     fmts = Formats(card, hw, wl.quant, wl.kv_quant)
     tokens = wl.context_tokens + wl.prompt_tokens + wl.output_tokens
     whole = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(block_tokens=1))
