@@ -431,7 +431,8 @@ def test_llama_cpp_f16_gemms_run_at_the_fp16_accumulate_rate_where_a_card_has_on
     new, old = st.runtime("llama.cpp"), st.runtime("llama.cpp@b2500")
     assert expected_efficiency(geforce, new).kernel_dtype("fp16", "fp16", geforce.supported_dtypes) == "fp16_acc16"
     assert expected_efficiency(pro, new).kernel_dtype("fp16", "fp16", pro.supported_dtypes) == "fp16"
-    assert expected_efficiency(geforce, st.runtime("vllm")).kernel_dtype("fp16", "fp16", geforce.supported_dtypes) == "fp16"
+    vllm = expected_efficiency(geforce, st.runtime("vllm"))
+    assert vllm.kernel_dtype("fp16", "fp16", geforce.supported_dtypes) == "fp16"
     assert expected_efficiency(geforce, old).kernel_dtype("q4_k_m", "int8", geforce.supported_dtypes) == "fp16_acc16"
     assert expected_efficiency(geforce, new).kernel_dtype("q4_k_m", "int8", geforce.supported_dtypes) == "int8"
 

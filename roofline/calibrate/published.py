@@ -143,7 +143,8 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
         out.runtime = eff.runtime
         cap = max_load_batch(row, runtime)
         out.predicted = _predict(row, card, hw, gpus, eff, cap)
-        out.ceiling = _predict(row, card, hw, gpus, ceiling_for(eff), cap) if ceiling and out.predicted is not None else None
+        if ceiling and out.predicted is not None:
+            out.ceiling = _predict(row, card, hw, gpus, ceiling_for(eff), cap)
     except (RooflineError, ValueError, ZeroDivisionError) as err:
         out.skipped = " ".join(str(err).split())[:300]  # one line (a pydantic error spans several)
     if out.predicted is None and not out.skipped:
