@@ -23,6 +23,7 @@ from roofline.calibrate.runtime_fit import (
     scope_policy,
     MIN_SHIPPED_SOURCES,
     POLICIES,
+    EXTRA_PARAMS,
     fit_all,
     fit_rows,
     id_ranges,
@@ -44,6 +45,7 @@ def _entry(values: dict) -> dict:
     entry = {}
     if "memory" in values:
         entry["memory"] = round(values["memory"], 4)
+    entry.update({name: float(f"{values[p]:.3g}") for p, (name, _) in EXTRA_PARAMS.items() if p in values})
     formats = {k.split(":", 1)[1]: round(v, 4) for k, v in values.items() if k.startswith("format:")}
     if formats:
         entry["compute_by_format"] = formats
@@ -160,6 +162,20 @@ CAUSES = """## Systematic causes found in the residuals
   Ollama decodes 13-33% below the llama.cpp-kernel prediction on an RTX 4090, A100 and RTX A6000, and its MoE
   prompts (qwen3-30b-a3b, gpt-oss-120b) run at 15-30% of the dense-kernel rate; dense prompts match. Its own rows are
   never fitted on, so this shows as Ollama's bias.
+- **llama.cpp's matrix-vector kernels cannot fill an HBM bus.** Its decode on A100s and H100 PCIe (XiongjieDai,
+  May 2024) ran 27-48% below a prediction that on GeForce cards of the same rows is within a few percent, and the
+  gap tracks bandwidth per SM: 8-11 GB/s per SM on GeForce cards, 17-19 on the A100 and H100 PCIe. MMVQ keeps a
+  fixed number of loads in flight per SM, so by Little's law an SM draws at most (bytes in flight) / (memory
+  latency) whatever the bus offers. `Efficiency.gemv_unit_bandwidth_bytes_per_s` caps a matrix-vector kernel at
+  compute units x that rate; it and the launch cost per kernel are fitted beside `memory` on the latency-bound
+  decode rows of a group with at least 20 of them (`MIN_EXTRA_ROWS`; each kept only where it lowers the loss,
+  `MIN_EXTRA_GAIN`). llama.cpp on NVIDIA GPUs: 10.6 GB/s per SM, 10.6 us per kernel, memory 0.978. Held out, the
+  XiongjieDai HBM rows are predicted from two other documents (D001 H100 PCIe, issue #6763; D002 A100 SXM, issue
+  #2641) and the other way round: A100 PCIe decode 40.6% -> 2.3%, A100 SXM 47.9% -> 11.2%, H100 PCIe 26.5% ->
+  13.6%; llama.cpp decode over all 92 rows 9.3% / p90 41.4% (90 rows, before) -> 9.5% / 34.6%. Ollama's gparemsky A100
+  rows, which run the same kernels, read +21-25% with it (the source's other cards read +21-33%) against +65-74%
+  without it, but Ollama ships no llama.cpp bandwidth values (its decode median is 23.5% with them, 23.1% without).
+  Fitted on MLX's 10 Apple rows the two parameters took its decode p90 from 99% to 149%, hence the row minimum.
 - **Rows not merged** (each file in `benchmarks/data/extra/` says why): GPUStack's burst rows (per-request serving costs
   inside the figure), first prompts after loading whose time grows with the file size (the mmap'd weights paging in),
   figures without their concurrency, and rows whose lengths are not stated.

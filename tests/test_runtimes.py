@@ -468,3 +468,57 @@ def test_a_runtimes_ceiling_uses_its_kernels_peaks():
     a, g = json.loads(run.stdout), json.loads(generic.stdout)
     assert a["ceiling"]["prefill_tok_s"] >= a["prefill_tok_s"]
     assert a["ceiling"]["prefill_tok_s"] == pytest.approx(2 * g["ceiling"]["prefill_tok_s"], rel=0.15)
+
+
+def test_matrix_vector_kernels_draw_no_more_than_their_compute_units_can():
+    """`gemv_unit_bandwidth_bytes_per_s` caps a matrix-vector kernel's stream at compute units x that rate: on an
+    A100 (108 SMs, 2,039 GB/s) a 12 GB/s-per-SM limit binds (1,296 GB/s), on an RTX 3090 (82 SMs, 936 GB/s) it
+    does not; GEMMs beyond gemv_max_tokens rows keep the full fraction, and a card without a unit count is uncapped."""
+    from roofline.perf.ops import Op
+    from roofline.perf.timing import bandwidth
+
+    st = CardStore()
+    a100, rtx = st.hardware("a100-80g-sxm"), st.hardware("rtx-3090")
+    op = Op("mlp", "mlp", "int8", 1e9, weight_bytes=1e9, weight_format="q4_k_m")
+    for hw in (a100, rtx):
+        eff = replace(expected_efficiency(hw), memory=0.9, gemv_max_tokens=8)
+        capped = replace(eff, gemv_unit_bandwidth_bytes_per_s=12e9)
+        full = 0.9 * hw.memory.bandwidth_bytes_per_s
+        assert float(bandwidth(op, hw, eff, 1)) == pytest.approx(full)
+        assert float(bandwidth(op, hw, capped, 1)) == pytest.approx(min(full, hw.compute_units * 12e9))
+        assert float(bandwidth(op, hw, capped, 64)) == pytest.approx(full)  # a GEMM: not a matrix-vector kernel
+    assert float(bandwidth(op, a100, replace(expected_efficiency(a100), gemv_max_tokens=8,
+                                             gemv_unit_bandwidth_bytes_per_s=12e9), 1)) < 0.7 * 2039e9
+    no_units = a100.model_copy(update={"compute_units": None})
+    eff = replace(expected_efficiency(a100), memory=0.9, gemv_max_tokens=8, gemv_unit_bandwidth_bytes_per_s=12e9)
+    assert float(bandwidth(op, no_units, eff, 1)) == pytest.approx(0.9 * 2039e9)
+
+
+def test_the_extra_decode_parameters_are_fitted_only_where_they_lower_the_loss(monkeypatch):
+    """fit_group fits the per-unit limit and the launch cost beside `memory` only with MIN_EXTRA_ROWS decode rows,
+    and drops each where it does not lower the loss (a flat loss would leave an arbitrary limit for cards the rows
+    never covered)."""
+    from roofline.calibrate import runtime_fit as rf
+
+    class Row:
+        def __init__(self, i):
+            self.row, self.param = {"id": i}, "memory"
+
+    rows = [Row(str(i)) for i in range(rf.MIN_EXTRA_ROWS)]
+
+    def flat_in_extras(rows, store, values):  # every card sits below the limit; launch cost does not matter
+        return (values.get("memory", 0.5) - 0.8) ** 2
+
+    def held(rows, store, values):  # one card is held at 13 GB/s per unit
+        return (values.get("memory", 0.5) - 0.8) ** 2 + abs(values.get(rf.UNIT_PARAM, 1e12) / 13e9 - 1)
+
+    assert rf.free_params(rows[:-1]) == ["memory"]
+    assert rf.free_params(rows) == ["memory", *rf.EXTRA_PARAMS]
+    monkeypatch.setattr(rf, "_CACHE", {})
+    monkeypatch.setattr(rf, "_loss", flat_in_extras)
+    values = rf.fit_group(rows, None)
+    assert set(values) == {"memory"} and values["memory"] == pytest.approx(0.8, rel=0.02)
+    monkeypatch.setattr(rf, "_CACHE", {})
+    monkeypatch.setattr(rf, "_loss", held)
+    values = rf.fit_group(rows, None)
+    assert set(values) == {"memory", rf.UNIT_PARAM} and values[rf.UNIT_PARAM] == pytest.approx(13e9, rel=0.02)

@@ -28,6 +28,20 @@ from roofline.perf.efficiency import expected_efficiency
 LATENCY_BOUND_BATCH = 8  # decode at up to this many sequences streams the weights (memory-bound on every card here)
 DECODE_METRICS = ("decode_tok_s", "agg_decode_tok_s", "itl_ms", "tpot_ms")
 BOUNDS = (0.01, 1.0)  # fractions of the datasheet peak searched
+# Fitted beside `memory` on the same latency-bound decode rows, each kept only where it lowers the loss by
+# MIN_EXTRA_GAIN over the profile's prior (a group whose loss is flat in it ships none):
+# - the bytes/s one compute unit draws in a matrix-vector kernel (Efficiency.gemv_unit_bandwidth_bytes_per_s),
+#   searched over 4-64 GB/s per unit, the range of datasheet bandwidth per SM/CU/core of the bundled cards (L40S 6.1
+#   GB/s per SM ... B200 52);
+# - the launch cost per kernel (kernel_overhead_s), searched over 0.5-30 us: a CUDA-graph replay costs ~1 us per
+#   kernel node, an eager launch several (the generic GPU default, fitted on 2024 rows, is 13.2 us)
+UNIT_PARAM, OVERHEAD_PARAM = "gemv_unit_bandwidth", "kernel_overhead"
+EXTRA_PARAMS = {UNIT_PARAM: ("gemv_unit_bandwidth_bytes_per_s", (4e9, 6.4e10)),
+                OVERHEAD_PARAM: ("kernel_overhead_s", (5e-7, 3e-5))}
+MIN_EXTRA_GAIN = 0.005  # mean |log error| (half a percent)
+# ... and only in a group of at least this many rows (ten per extra parameter): fitted on MLX's 10 Apple rows they
+# took its leave-one-source-out decode p90 from 99% to 149%; on llama.cpp's 56 NVIDIA rows they took its from 41% to 35%
+MIN_EXTRA_ROWS = 10 * len(EXTRA_PARAMS)
 ROUNDS = 2
 GOLDEN_STEPS = 18
 ERROR_CAP = 1.0  # |log error| beyond e (2.7x) counts as e
@@ -137,7 +151,8 @@ def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> Runtim
     """The choice with `values` as the profile's (only) fitted entry for `scope`."""
     prof = choice.profile
     by_format = {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith("format:")}
-    entry = EfficiencyOverrides(memory=values.get("memory"), compute_by_format=by_format)
+    entry = EfficiencyOverrides(memory=values.get("memory"), compute_by_format=by_format,
+                                **{name: values.get(p) for p, (name, _) in EXTRA_PARAMS.items()})
     fitted = {**prof.fitted, scope: entry}
     return choice.model_copy(update={"profile": prof.model_copy(update={"fitted": fitted,
                                                                         "fitted_from": {**prof.fitted_from, scope: "fit"}})})
@@ -173,17 +188,31 @@ _CACHE: dict[tuple, dict[str, float]] = {}  # (row ids, fixed values) -> fit: LO
 
 
 def fit_group(rows: list[FitRow], store: CardStore, fixed: dict[str, float] | None = None) -> dict[str, float]:
-    """Coordinate descent over the parameters the rows inform, the others held at `fixed`."""
+    """Coordinate descent over the parameters the rows inform (`free_params`), the others held at `fixed`; each of
+    EXTRA_PARAMS is dropped again (back to the prior) unless it lowers the loss by MIN_EXTRA_GAIN."""
     fixed = fixed or {}
     key = (tuple(sorted(r.row["id"] for r in rows)), tuple(sorted(fixed.items())))
     if key not in _CACHE:
-        params = sorted({r.param for r in rows})
         values: dict[str, float] = {}
         for _ in range(ROUNDS):
-            for p in params:
-                values[p] = _golden(lambda v: _loss(rows, store, {**fixed, **values, p: v}), *BOUNDS)
+            for p in free_params(rows):
+                bounds = EXTRA_PARAMS[p][1] if p in EXTRA_PARAMS else BOUNDS
+                values[p] = _golden(lambda v: _loss(rows, store, {**fixed, **values, p: v}), *bounds)
+        for p in [p for p in EXTRA_PARAMS if p in values]:
+            without = {k: v for k, v in values.items() if k != p}
+            if _loss(rows, store, {**fixed, **without}) - _loss(rows, store, {**fixed, **values}) < MIN_EXTRA_GAIN:
+                values = without
         _CACHE[key] = values
     return dict(_CACHE[key])
+
+
+def free_params(rows: list[FitRow]) -> list[str]:
+    """The parameters `rows` inform: each row's own, and with MIN_EXTRA_ROWS `memory` rows the EXTRA_PARAMS (the
+    same latency-bound decode rows set them: the per-unit limit binds only on cards with much bandwidth per unit,
+    the launch cost weighs most on small models)."""
+    params = sorted({r.param for r in rows})
+    memory_rows = sum(r.param == "memory" for r in rows)
+    return params + list(EXTRA_PARAMS) if memory_rows >= MIN_EXTRA_ROWS else params
 
 
 def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStore, policy: str) -> list[GroupFit]:
@@ -197,13 +226,13 @@ def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStor
     split = [m for m in members if m.range]
     if policy != "versions" or not split:
         return fits
-    params = sorted({m.param for m in split})
+    params = free_params(split)
     for rng in sorted({m.range for m in split}, key=version_key):
         sub = [m for m in split if m.range == rng]
         sources = sorted({m.source for m in sub})
         own = len(sub) >= MIN_RANGE_ROWS and len(sources) >= MIN_RANGE_SOURCES
         values = fit_group(sub, store, fixed=parent.values) if own else {}
-        entry = {p: values.get(p, parent.values[p]) for p in params}
+        entry = {p: values.get(p, parent.values[p]) for p in params if p in values or p in parent.values}
         note = "" if own else (f"the runtime-wide fit: this range has {len(sub)} rows from {len(sources)} documents, "
                                f"fewer than {MIN_RANGE_ROWS} from {MIN_RANGE_SOURCES}")
         fits.append(GroupFit(runtime, f"{scope}@{rng}", entry, [m.row["id"] for m in (sub if own else members)],
@@ -216,7 +245,7 @@ KINDS = ("memory", "compute_by_format")  # the two kinds of fitted value; a poli
 
 
 def kind_of(param: str) -> str:
-    return "memory" if param == "memory" else "compute_by_format"
+    return "memory" if param == "memory" or param in EXTRA_PARAMS else "compute_by_format"
 
 
 def policy_of(choice: RuntimeChoice, policies: dict | None, kind: str, scope: str | None = None) -> str:

@@ -23,7 +23,8 @@ Fraction = float  # (0, 1], checked by EfficiencyOverrides
 # Efficiency fields a profile may set (roofline.perf.efficiency.Efficiency has the same names; a test keeps them equal)
 FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "compute_fp32", "compute_bf16",
                    "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "gemm_floor", "link")
-NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "kernel_overhead_s", "kernels_per_expert",
+NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "gemv_unit_bandwidth_bytes_per_s",
+                 "kernel_overhead_s", "kernels_per_expert",
                  "routing_concentration", "step_overhead_s", "sequence_overhead_s", "prefill_chunk_tokens",
                  "allreduce_latency_hops")
 SCOPE_KINDS = ("gpu", "soc", "apple", "cpu", "accelerator")
@@ -49,6 +50,7 @@ class EfficiencyOverrides(Strict):
     gemm_min_tokens: float | None = Field(None, ge=1)
     gemm_half_tokens: float | None = Field(None, ge=0)
     gemv_max_tokens: float | None = Field(None, ge=1)
+    gemv_unit_bandwidth_bytes_per_s: float | None = Field(None, ge=0)
     kernel_overhead_s: float | None = Field(None, ge=0)
     kernels_per_expert: float | None = Field(None, ge=0)
     routing_concentration: float | None = Field(None, ge=0)

@@ -44,6 +44,9 @@ class Efficiency:
     gemm_floor: float = 0.0  # the ramp never drops below this fraction (vector units still run thin GEMMs)
     gemv_max_tokens: float = 1.0  # GEMMs of at most this many rows run as (batched) matrix-vector kernels: they
     # stream the weight at `memory_gemv` with no ramp (llama.cpp's MMVQ takes up to 8 rows, the engine's CPU path 32)
+    gemv_unit_bandwidth_bytes_per_s: float = 0.0  # bytes/s one compute unit (SM, CU, GPU core) draws in a matrix-
+    # vector kernel: its loads in flight over the memory latency (Little's law). A card with more bandwidth per unit
+    # than this cannot fill its bus with such kernels (HBM parts under llama.cpp's MMVQ); 0 = no such limit
     link: float = 1.0  # achieved / datasheet GPU-link bandwidth in all-reduces
     allreduce_latency_hops: float = 0.0  # link latencies one all-reduce pays; 0: the ring's 2(n-1). Serving runtimes'
     # custom all-reduce (one-/two-shot over NVLink/xGMI peers) pays 1-2 for the small messages of decode

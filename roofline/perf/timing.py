@@ -33,22 +33,33 @@ def _peak(hw: HardwareCard, dtype: str) -> float:
 
 
 def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
-    """Achieved bytes/s of one op: matrix-vector work (up to `gemv_max_tokens` rows) streams at `memory_gemv`, the
-    attention core's KV reads at `memory_kv`, elementwise activation passes at `memory_act`, everything else at
-    `memory` (each kernel kind reaches its own fraction of the bus), an activation function's pass slowed by its
-    measured `activation_cost`."""
+    """Achieved bytes/s of one op: matrix-vector work (up to `gemv_max_tokens` rows) streams at `memory_gemv`, no
+    faster than the card's compute units can draw (`gemv_unit_bandwidth_bytes_per_s` each), the attention core's KV
+    reads at `memory_kv`, elementwise activation passes at `memory_act`, everything else at `memory` (each kernel
+    kind reaches its own fraction of the bus), an activation function's pass slowed by its measured
+    `activation_cost`."""
     full = hw.memory.bandwidth_bytes_per_s
     if op.elementwise:
         act = eff.memory if eff.memory_act is None else eff.memory_act
         return full * act / eff.activation_cost.get(op.activation, 1.0)
     if op.op_class == "attention" and not op.gemm and eff.memory_kv is not None:
         return full * eff.memory_kv
-    if eff.memory_gemv is None or not op.gemm:
+    gemv = gemv_bandwidth(hw, eff)
+    if not op.gemm or gemv == full * eff.memory:
         return full * eff.memory
     if op.routing is not None:  # MoE: experts that see at most gemv_max_tokens tokens run matrix-vector kernels
         share = gemv_expert_share(*op.routing, tokens, eff.gemv_max_tokens)
-        return full * (share * eff.memory_gemv + (1 - share) * eff.memory)
-    return full * np.where(np.asarray(tokens) <= eff.gemv_max_tokens, eff.memory_gemv, eff.memory)
+        return share * gemv + (1 - share) * full * eff.memory
+    return np.where(np.asarray(tokens) <= eff.gemv_max_tokens, gemv, full * eff.memory)
+
+
+def gemv_bandwidth(hw: HardwareCard, eff: Efficiency) -> float:
+    """Bytes/s a matrix-vector kernel streams weights at: `memory_gemv` (else `memory`) of the bus, capped at
+    compute units x `gemv_unit_bandwidth_bytes_per_s` where both are known."""
+    rate = hw.memory.bandwidth_bytes_per_s * (eff.memory if eff.memory_gemv is None else eff.memory_gemv)
+    if eff.gemv_unit_bandwidth_bytes_per_s and hw.compute_units:
+        rate = min(rate, hw.compute_units * eff.gemv_unit_bandwidth_bytes_per_s)
+    return rate
 
 
 def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
