@@ -391,6 +391,8 @@ def test_ollama_ships_llama_cpp_kernels_or_nothing():
                                                   else (-1,)) if k.split("@")[0] == scope]
         formats = {f: v for e in newest for f, v in e.compute_by_format.items()}
         assert entry.memory in (None, llama.fitted[scope].memory)
+        unit = llama.fitted[scope].gemv_unit_bandwidth_bytes_per_s  # the kernels' own limit: always lent
+        assert entry.gemv_unit_bandwidth_bytes_per_s == unit
         assert all(formats[f] == v for f, v in entry.compute_by_format.items())
 
 

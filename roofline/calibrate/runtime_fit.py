@@ -39,6 +39,9 @@ UNIT_PARAM, OVERHEAD_PARAM = "gemv_unit_bandwidth", "kernel_overhead"
 EXTRA_PARAMS = {UNIT_PARAM: ("gemv_unit_bandwidth_bytes_per_s", (4e9, 6.4e10)),
                 OVERHEAD_PARAM: ("kernel_overhead_s", (5e-7, 3e-5))}
 MIN_EXTRA_GAIN = 0.005  # mean |log error| (half a percent)
+# Properties of the kernels' code rather than of the runtime around them: a runtime running another's kernels
+# (`kernels_from`: Ollama vendors ggml) takes them from that runtime whatever its own policy for their kind
+KERNEL_PARAMS = (UNIT_PARAM,)
 # ... and only in a group of at least this many rows (ten per extra parameter): fitted on MLX's 10 Apple rows they
 # took its leave-one-source-out decode p90 from 99% to 149%; on llama.cpp's 56 NVIDIA rows they took its from 41% to 35%
 MIN_EXTRA_ROWS = 10 * len(EXTRA_PARAMS)
@@ -317,6 +320,12 @@ def lender_policies(choice: RuntimeChoice, policies: dict | None, scope: str) ->
     return {k: policy_of(lender, policies, k, scope) for k in KINDS}
 
 
+def lent_values(values: dict[str, float], kinds: dict[str, str]) -> dict[str, float]:
+    """What a `kernels_from` runtime takes of its lender's fitted `values` under its own policies `kinds`: every
+    kind its policy keeps, and the KERNEL_PARAMS always."""
+    return {p: v for p, v in values.items() if kinds[kind_of(p)] != "none" or p in KERNEL_PARAMS}
+
+
 def predict_fitted(r: FitRow, store: CardStore, fits: dict[tuple, GroupFit], policies: dict | None = None
                    ) -> RowPrediction:
     """The row predicted with its runtime's fits (a `kernels_from` runtime: the other runtime's newest fit for the
@@ -325,7 +334,7 @@ def predict_fitted(r: FitRow, store: CardStore, fits: dict[tuple, GroupFit], pol
     kinds = {k: policy_of(r.choice, policies, k, r.scope) for k in KINDS}
     if prof.kernels_from:
         values = values_for(fits, prof.kernels_from, r.scope, None, lender_policies(r.choice, policies, r.scope))
-        values = {p: v for p, v in values.items() if kinds[kind_of(p)] != "none"}
+        values = lent_values(values, kinds)
     else:
         values = values_for(fits, prof.name, r.scope, r.choice.version or r.choice.range_start, kinds)
     return predict_row(r.row, store, runtime=_with(r.choice, r.scope, values) if values else r.choice)
