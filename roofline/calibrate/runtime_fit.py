@@ -2,7 +2,9 @@
 
 A fit group is one runtime on one hardware scope (vendor-kind: nvidia-gpu, nvidia-soc, apple-soc, amd-gpu, ...).
 Its free parameters: the bandwidth fraction `memory` (set by latency-bound rows: decode and ITL at batch <= 8) and
-one large-GEMM efficiency per weight format (`compute_by_format`, set by prefill, TTFT and large-batch rows). Each is
+one large-GEMM efficiency per weight format (`compute_by_format`, set by prefill, TTFT and large-batch rows); with
+enough decode rows also the bandwidth one compute unit draws in a matrix-vector kernel and the launch cost per kernel
+(EXTRA_PARAMS). Each is
 fitted by golden-section search on log(value) minimising the mean of min(|log(predicted / measured)|, 1) over the
 group's rows (a row 2.7x off counts no more than one 2.7x off: rows beyond the ceiling cannot drag a fit), two
 rounds of coordinate descent. Where a profile's version entry says kernels changed (`refits`), policy "versions"
@@ -33,18 +35,19 @@ BOUNDS = (0.01, 1.0)  # fractions of the datasheet peak searched
 # - the bytes/s one compute unit draws in a matrix-vector kernel (Efficiency.gemv_unit_bandwidth_bytes_per_s),
 #   searched over 4-64 GB/s per unit, the range of datasheet bandwidth per SM/CU/core of the bundled cards (L40S 6.1
 #   GB/s per SM ... B200 52);
-# - the launch cost per kernel (kernel_overhead_s), searched over 0.5-30 us: a CUDA-graph replay costs ~1 us per
-#   kernel node, an eager launch several (the generic GPU default, fitted on 2024 rows, is 13.2 us)
+# - the launch cost per kernel (kernel_overhead_s), searched over 0.5-30 us around the generic GPU default (13.2 us,
+#   fitted on 2024 rows; CUDA-graph builds launch for less)
 UNIT_PARAM, OVERHEAD_PARAM = "gemv_unit_bandwidth", "kernel_overhead"
 EXTRA_PARAMS = {UNIT_PARAM: ("gemv_unit_bandwidth_bytes_per_s", (4e9, 6.4e10)),
                 OVERHEAD_PARAM: ("kernel_overhead_s", (5e-7, 3e-5))}
 MIN_EXTRA_GAIN = 0.005  # mean |log error| (half a percent)
+# ... and only in a group with at least this many such rows (ten per extra parameter): fitted on MLX's 10 Apple rows
+# they took MLX's leave-one-source-out decode p90 from 99% to 149%; on llama.cpp's 56 NVIDIA rows they took
+# llama.cpp's from 41% to 35%
+MIN_EXTRA_ROWS = 10 * len(EXTRA_PARAMS)
 # Properties of the kernels' code rather than of the runtime around them: a runtime running another's kernels
 # (`kernels_from`: Ollama vendors ggml) takes them from that runtime whatever its own policy for their kind
 KERNEL_PARAMS = (UNIT_PARAM,)
-# ... and only in a group of at least this many rows (ten per extra parameter): fitted on MLX's 10 Apple rows they
-# took its leave-one-source-out decode p90 from 99% to 149%; on llama.cpp's 56 NVIDIA rows they took its from 41% to 35%
-MIN_EXTRA_ROWS = 10 * len(EXTRA_PARAMS)
 ROUNDS = 2
 GOLDEN_STEPS = 18
 ERROR_CAP = 1.0  # |log error| beyond e (2.7x) counts as e
