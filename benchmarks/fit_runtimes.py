@@ -232,7 +232,8 @@ def markdown(table: list[dict], by_hw: list[dict], n_rows: int, n_fit: int, chos
         lines.append(f"| {rt} | {metric} | {g['n']} | {g['before']['median_ape_pct']:.1f}% | " + " | ".join(
             f"{per[p]['after']['median_ape_pct']:.1f}%" if per.get(p) else "-" for p in (*POLICIES, "kernels_from"))
             + " |")
-    lines += ["", "Shipped, per runtime and hardware scope (`fit_policy` in each profile):", "",
+    lines += ["", "Shipped, per runtime and hardware scope (`fit_policy` in each profile; a `kernels_from` runtime also "
+              "takes its lender's per-unit matrix-vector limit, `KERNEL_PARAMS`, whatever its policy):", "",
               "| runtime | scope | memory | compute_by_format |", "| --- | --- | --- | --- |"]
     for rt, policy in sorted(chosen.items()):
         scopes = {k: v for k, v in policy.items() if isinstance(v, dict)} or {"every scope": policy}
