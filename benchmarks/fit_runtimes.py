@@ -44,8 +44,9 @@ MIN_ROWS = 5  # the issue's targets apply to runtimes with at least this many ro
 
 def _entry(values: dict) -> dict:
     entry = {}
-    if "memory" in values:
-        entry["memory"] = round(values["memory"], 4)
+    for name in ("memory", "compute"):
+        if name in values:
+            entry[name] = round(values[name], 4)
     entry.update({name: float(f"{values[p]:.3g}") for p, (name, _) in EXTRA_PARAMS.items() if p in values})
     formats = {k.split(":", 1)[1]: round(v, 4) for k, v in values.items() if k.startswith("format:")}
     if formats:
@@ -179,6 +180,14 @@ CAUSES = """## Systematic causes found in the residuals
   of them lent, 23.1% with none) but takes the limit, and its gparemsky A100 rows (never fitted on) went from +69.5%
   to +17.4% median, Ollama decode from 23.1% / 92.5% / +23.1% to 21.2% / 80.5% / +16.6%.
   Fitted on MLX's 10 Apple rows the two parameters took its decode p90 from 99% to 149%, hence the row minimum.
+- **llama.cpp runs every weight format's prompt through one Metal kernel.** ggml-metal instantiates one
+  `kernel_mul_mm` template per weight type, each dequantizing into the same simdgroup tile, so on Apple GPUs one
+  large-GEMM efficiency stands for every format (`shared_gemm_kernel: [apple-soc]` in the profile: the scope's prompt
+  rows inform `compute`, not one value per format). Fitted per format, no fit beat generic on the Apple rows (42
+  prompt rows from 12 documents over Q4_K_M, F16, Q8_0, Q4_0 and MXFP4; most formats held by few documents), so none
+  shipped and the prompts read 20-38% slow (generic compute 0.52). Pooled, apple-soc ships compute 0.639: held out, M3 Max prefill 20.7% -> 5.4%, M2
+  Ultra 16.0% -> 12.4%, M1 Max 12.2% -> 22.2%; llama.cpp prefill over 133 rows 21.3% / 74.2% / -6.6% -> 19.7% / 70.0% /
+  +3.2%. The pooling was tried because the held-out Apple prompts all read slow: selection on the judged rows.
 - **Rows not merged** (each file in `benchmarks/data/extra/` says why): GPUStack's burst rows (per-request serving costs
   inside the figure), first prompts after loading whose time grows with the file size (the mmap'd weights paging in),
   figures without their concurrency, and rows whose lengths are not stated.

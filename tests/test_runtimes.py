@@ -78,6 +78,11 @@ def _bad_profile(tmp_path: Path, change) -> Path:
     (lambda d: d.update(fitted={"intel-cpu": {"memory": 0.9}}), "fitted_from"),
     (lambda d: d.update(efficiency={"mars": {"memory": 0.9}, "marsian-gpu-x": {}}), "scope"),
     (lambda d: d.update(kernels_from="llama.cpp"), "kernels_from"),
+    (lambda d: d.update(shared_gemm_kernel=["apple-soc"]), "shared_gemm_kernel"),
+    (lambda d: d.update(shared_gemm_kernel=["metal"], sources={**d["sources"], "shared_gemm_kernel": "x"}),
+     "shared_gemm_kernel.metal"),
+    (lambda d: d.update(efficiency={"nvidia-gpu": {"gemv_unit_bandwidth_bytes_per_s": -1}}),
+     "gemv_unit_bandwidth_bytes_per_s"),
     (lambda d: d["versions"][-1].update(refits={"nvidia-gpu": ["attention"]}), "refits"),
     (lambda d: d.update(fit_policy="best"), "fit_policy"),
     (lambda d: d.update(fit_policy={"nvidia-gpu": "versions"}), "fit_policy.nvidia-gpu"),
@@ -524,3 +529,19 @@ def test_the_extra_decode_parameters_are_fitted_only_where_they_lower_the_loss(m
     monkeypatch.setattr(rf, "_loss", held)
     values = rf.fit_group(rows, None)
     assert set(values) == {"memory", rf.UNIT_PARAM} and values[rf.UNIT_PARAM] == pytest.approx(13e9, rel=0.02)
+
+
+def test_one_gemm_kernel_for_every_format_fits_one_compute_efficiency():
+    """Where a profile says every weight format's prompt GEMMs run one kernel (llama.cpp on Metal: kernel_mul_mm),
+    a prompt row informs `compute`, shared by all formats; elsewhere it informs its own format's efficiency."""
+    from roofline.calibrate.runtime_fit import fit_rows
+
+    base = {"source": "s", "hardware": "", "engine": "llama.cpp build 7000", "params_b": "", "kv_dtype": "",
+            "tp": "1", "unit": "tok/s", "notes": "", "gpus": "1", "date": "2025-11", "batch": "1", "model": "l",
+            "model_card": "llama-3.1-8b", "isl": "512", "osl": "0", "metric": "prefill_tok_s", "value": "800"}
+    rows = [{**base, "id": "mac-q4", "hw_card": "apple-m2-ultra", "weight_quant": "Q4_K_M"},
+            {**base, "id": "mac-f16", "hw_card": "apple-m2-ultra", "weight_quant": "F16"},
+            {**base, "id": "gpu-q4", "hw_card": "rtx-4090", "weight_quant": "Q4_K_M", "value": "8000"}]
+    params = {r.row["id"]: r.param for r in fit_rows(rows, CardStore())}
+    assert params == {"mac-q4": "compute", "mac-f16": "compute", "gpu-q4": "format:q4_k_m"}
+    assert CardStore().runtime("llama.cpp").profile.shared_gemm_kernel == ["apple-soc"]

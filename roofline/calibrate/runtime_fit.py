@@ -96,7 +96,8 @@ def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
         if pred is None or pred.predicted is None:
             continue
         hw = store.hardware(pred.hw)
-        scope, param = f"{hw.vendor.lower()}-{hw.kind}", _param(row)
+        scope = f"{hw.vendor.lower()}-{hw.kind}"
+        param = _param(row, scope in choice.profile.shared_gemm_kernel)
         fitted = param == "memory" or not narrow_expert_gemms(row, store, choice)
         out.append(FitRow(row, choice, scope, param, pred.source, fitting_range(choice, scope, param), fitted))
     return out
@@ -141,23 +142,25 @@ def _unfitted(choice: RuntimeChoice | None) -> RuntimeChoice | None:
     return choice.model_copy(update={"profile": choice.profile.model_copy(update={"fitted": {}, "fitted_from": {}})})
 
 
-def _param(row: dict) -> str:
-    """Which free parameter a row informs: latency-bound decode -> memory; the rest -> its weight format's kernels."""
+def _param(row: dict, shared_kernel: bool = False) -> str:
+    """Which free parameter a row informs: latency-bound decode -> memory; the rest -> its weight format's kernels,
+    or `compute` where every format runs one GEMM kernel (`shared_kernel`: the profile's `shared_gemm_kernel`)."""
     batch = row.get("batch", "").strip()
     small = batch.isdigit() and int(batch) <= LATENCY_BOUND_BATCH
     if row["metric"] in DECODE_METRICS and (small or not batch):
         return "memory"
     try:
-        return "format:" + weight_format(quant_text(row["weight_quant"])).name
+        fmt = weight_format(quant_text(row["weight_quant"])).name
     except RooflineError:
         return "memory"
+    return "compute" if shared_kernel else "format:" + fmt
 
 
 def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> RuntimeChoice:
     """The choice with `values` as the profile's (only) fitted entry for `scope`."""
     prof = choice.profile
     by_format = {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith("format:")}
-    entry = EfficiencyOverrides(memory=values.get("memory"), compute_by_format=by_format,
+    entry = EfficiencyOverrides(memory=values.get("memory"), compute=values.get("compute"), compute_by_format=by_format,
                                 **{name: values.get(p) for p, (name, _) in EXTRA_PARAMS.items()})
     fitted = {**prof.fitted, scope: entry}
     return choice.model_copy(update={"profile": prof.model_copy(update={"fitted": fitted,

@@ -148,6 +148,10 @@ class RuntimeProfile(Strict):
     # scope -> {kind -> policy} over it (a scope's fit ships only where leave-one-source-out judged it on that scope)
     fit_policy: dict[str, FitPolicy | dict[FitKind, FitPolicy]] = {}
     kernels_from: str | None = None  # a runtime whose kernels this one runs (Ollama: llama.cpp); needs a source
+    # hardware scopes (vendor-kind) where every weight format's prompt GEMMs run one kernel (each format dequantized
+    # into the same tile: llama.cpp's Metal kernel_mul_mm), so one large-GEMM efficiency (`compute`) is fitted for
+    # them all instead of one per format; needs a source
+    shared_gemm_kernel: list[str] = []
     # one hardware card (by name) under this runtime, measured there (`roofline calibrate` writes the micro-engine's
     # fit here); applied after every scope; each needs `sources: devices.<card>`
     devices: dict[str, EfficiencyOverrides] = {}
@@ -182,6 +186,10 @@ class RuntimeProfile(Strict):
         for device in self.devices:
             if f"devices.{device}" not in self.sources:
                 raise ValueError(f"devices.{device}: sources must say where it was measured (devices.{device})")
+        for scope in self.shared_gemm_kernel:
+            if "-" not in scope or not _valid_scope(scope) or "shared_gemm_kernel" not in self.sources:
+                raise ValueError(f"shared_gemm_kernel.{scope}: give vendor-kind scopes like apple-soc, with a source "
+                                 "(sources: shared_gemm_kernel)")
         if self.kernels_from and "kernels_from" not in self.sources:
             raise ValueError("kernels_from: sources must say why this runtime runs those kernels (kernels_from)")
         for v in self.versions:
