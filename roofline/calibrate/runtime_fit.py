@@ -160,7 +160,8 @@ def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> Runtim
     """The choice with `values` as the profile's (only) fitted entry for `scope`."""
     prof = choice.profile
     by_format = {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith("format:")}
-    entry = EfficiencyOverrides(memory=values.get("memory"), compute=values.get("compute"), compute_by_format=by_format,
+    entry = EfficiencyOverrides(memory=values.get("memory"), compute=values.get("compute"),
+                                compute_by_format=by_format,
                                 **{name: values.get(p) for p, (name, _) in EXTRA_PARAMS.items()})
     fitted = {**prof.fitted, scope: entry}
     return choice.model_copy(update={"profile": prof.model_copy(update={"fitted": fitted,
@@ -351,7 +352,8 @@ def leave_one_source_out(rows: list[FitRow], store: CardStore, policies: dict | 
     """(row, generic prediction, profile prediction fitted without the row's source) for every row, under
     `policies` (runtime -> policy or kind -> policy; None: each profile's stored `fit_policy`)."""
     if policies is None:
-        policies = {r.choice.profile.name: dict(r.choice.profile.fit_policy) for r in rows if r.choice.profile.fit_policy}
+        policies = {r.choice.profile.name: dict(r.choice.profile.fit_policy) for r in rows
+                    if r.choice.profile.fit_policy}
     out = []
     for source in sorted({r.source for r in rows}):
         held = [r for r in rows if r.source == source]

@@ -78,7 +78,8 @@ class EfficiencyOverrides(Strict):
             card_format(fmt)
             bad = [d for d in dtypes if d not in MATH_DTYPES]
             if not dtypes or bad:
-                raise ValueError(f"kernel_dtypes.{fmt}: {dtypes!r} must list math dtypes among {', '.join(MATH_DTYPES)}")
+                raise ValueError(f"kernel_dtypes.{fmt}: {dtypes!r} must list math dtypes among "
+                                 f"{', '.join(MATH_DTYPES)}")
         return self
 
     def values(self) -> dict:
