@@ -47,7 +47,7 @@ def _entry(values: dict) -> dict:
     for name in ("memory", "compute"):
         if name in values:
             entry[name] = round(values[name], 4)
-    entry.update({name: float(f"{values[p]:.3g}") for p, (name, _) in EXTRA_PARAMS.items() if p in values})
+    entry.update({p: float(f"{values[p]:.3g}") for p in EXTRA_PARAMS if p in values})
     formats = {k.split(":", 1)[1]: round(v, 4) for k, v in values.items() if k.startswith("format:")}
     if formats:
         entry["compute_by_format"] = formats
@@ -185,9 +185,10 @@ CAUSES = """## Systematic causes found in the residuals
   large-GEMM efficiency stands for every format (`shared_gemm_kernel: [apple-soc]` in the profile: the scope's prompt
   rows inform `compute`, not one value per format). Fitted per format, no fit beat generic on the Apple rows (42
   prompt rows from 12 documents over Q4_K_M, F16, Q8_0, Q4_0 and MXFP4; most formats held by few documents), so none
-  shipped and the prompts read 20-38% slow (generic compute 0.52). Pooled, apple-soc ships compute 0.639: held out, M3 Max prefill 20.7% -> 5.4%, M2
-  Ultra 16.0% -> 12.4%, M1 Max 12.2% -> 22.2%; llama.cpp prefill over 133 rows 21.3% / 74.2% / -6.6% -> 19.7% / 70.0% /
-  +3.2%. The pooling was tried because the held-out Apple prompts all read slow: selection on the judged rows.
+  shipped and the prompts read 20-38% slow (generic compute 0.52). Pooled, apple-soc ships compute 0.639: held out,
+  M3 Max prefill 20.7% -> 5.4%, M2 Ultra 16.0% -> 12.4%, M1 Max 12.2% -> 22.2%; llama.cpp prefill over 133 rows
+  21.3% / 74.2% / -6.6% -> 19.7% / 70.0% / +3.2%. The pooling was tried because the held-out Apple prompts all read
+  slow: selection on the judged rows.
 - **Rows not merged** (each file in `benchmarks/data/extra/` says why): GPUStack's burst rows (per-request serving costs
   inside the figure), first prompts after loading whose time grows with the file size (the mmap'd weights paging in),
   figures without their concurrency, and rows whose lengths are not stated.

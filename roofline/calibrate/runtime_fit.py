@@ -37,9 +37,8 @@ BOUNDS = (0.01, 1.0)  # fractions of the datasheet peak searched
 #   GB/s per SM ... B200 52);
 # - the launch cost per kernel (kernel_overhead_s), searched over 0.5-30 us around the generic GPU default (13.2 us,
 #   fitted on 2024 rows; CUDA-graph builds launch for less)
-UNIT_PARAM, OVERHEAD_PARAM = "gemv_unit_bandwidth", "kernel_overhead"
-EXTRA_PARAMS = {UNIT_PARAM: ("gemv_unit_bandwidth_bytes_per_s", (4e9, 6.4e10)),
-                OVERHEAD_PARAM: ("kernel_overhead_s", (5e-7, 3e-5))}
+UNIT_PARAM = "gemv_unit_bandwidth_bytes_per_s"  # each extra parameter is named as its Efficiency field
+EXTRA_PARAMS = {UNIT_PARAM: (4e9, 6.4e10), "kernel_overhead_s": (5e-7, 3e-5)}  # name -> search bounds
 MIN_EXTRA_GAIN = 0.005  # mean |log error| (half a percent)
 # ... and only in a group with at least this many such rows (ten per extra parameter): fitted on MLX's 10 Apple rows
 # they took MLX's leave-one-source-out decode p90 from 99% to 149%; on llama.cpp's 56 NVIDIA rows they took
@@ -162,7 +161,7 @@ def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> Runtim
     by_format = {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith("format:")}
     entry = EfficiencyOverrides(memory=values.get("memory"), compute=values.get("compute"),
                                 compute_by_format=by_format,
-                                **{name: values.get(p) for p, (name, _) in EXTRA_PARAMS.items()})
+                                **{p: values.get(p) for p in EXTRA_PARAMS})
     fitted = {**prof.fitted, scope: entry}
     return choice.model_copy(update={"profile": prof.model_copy(update={"fitted": fitted,
                                                                         "fitted_from": {**prof.fitted_from, scope: "fit"}})})
@@ -206,7 +205,7 @@ def fit_group(rows: list[FitRow], store: CardStore, fixed: dict[str, float] | No
         values: dict[str, float] = {}
         for _ in range(ROUNDS):
             for p in free_params(rows):
-                bounds = EXTRA_PARAMS[p][1] if p in EXTRA_PARAMS else BOUNDS
+                bounds = EXTRA_PARAMS.get(p, BOUNDS)
                 values[p] = _golden(lambda v: _loss(rows, store, {**fixed, **values, p: v}), *bounds)
         for p in [p for p in EXTRA_PARAMS if p in values]:
             without = {k: v for k, v in values.items() if k != p}
