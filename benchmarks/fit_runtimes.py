@@ -118,9 +118,9 @@ CAUSES = """## Systematic causes found in the residuals
   that never saw them.
 - **What the version fits bought, judged leave-one-source-out.** MLX decode: 22.0% generic, 48.0% with one fit
   mixing both qmv eras, 16.5% with the version ranges (the March-2024 rows no longer drag the newer range's
-  bandwidth down); MLX prefill keeps no fitted value (`compute_by_format: none`, 27.7% as generic; every fit tried
-  was worse: a 33898-token and a 16-token prompt cannot set one GEMM efficiency), and its p90 grows with the decode
-  fit (M2 Ultra rows). llama.cpp prefill: the b3216 split leaves the median at 30.5% (p90 93%): only Q4_0 has rows
+  bandwidth down); MLX prefill fitted one value per format was never better than generic (a 33898-token and a
+  16-token prompt cannot set one GEMM efficiency; pooled, see the MLX bullet below). llama.cpp prefill: the b3216
+  split leaves the median at 30.5% (p90 93%): only Q4_0 has rows
   on both sides of it, and each June-2024 PR table is one source whose held-out rows are predicted from the other
   PRs at other microbatches. Ollama: llama.cpp's Spark kernels take its prefill from 75.4% to 67.0% (still far:
   the post states no prompt length); its decode keeps no fitted bandwidth (llama.cpp's made it 18.6% against 15.5%).
@@ -189,6 +189,22 @@ CAUSES = """## Systematic causes found in the residuals
   M3 Max prefill 20.7% -> 5.4%, M2 Ultra 16.0% -> 12.4%, M1 Max 12.2% -> 22.2%; llama.cpp prefill over 133 rows
   21.3% / 74.2% / -6.6% -> 19.7% / 70.0% / +3.2%. The pooling was tried because the held-out Apple prompts all read
   slow: selection on the judged rows.
+- **MLX runs every weight format's prompt on steel's MMA.** Its quantized matmul (`qmm_t`, mlx
+  `backend/metal/kernels/quantized.h`) dequantizes each weight tile into threadgroup memory and multiplies it with
+  `steel::BlockMMA`, the simdgroup MMA of its dense BF16 GEMM, so the mlx profile too says `shared_gemm_kernel:
+  [apple-soc]`. Fitted per format, MLX prefill kept no value (20.1% held out against 19.4% generic, 14 rows from 7
+  documents, bias -17.8%); pooled, apple-soc ships compute 0.66 (policy versions): MLX prefill 19.4% / 48.9% / -17.8%
+  -> 13.1% / 79.9% / +3.9%; M3 Max 27.9% -> 11.4%, M4 Max 14.5% -> 9.1%, M4 Pro 20.6% -> 6.0%, but M2 Ultra 55.5% ->
+  100.6% (a 16-token BF16 prompt of a 70B model and a hybrid-Mamba prompt, both already far above generic). The
+  pooling was tried because the held-out MLX prompts read slow: selection on the judged rows, as for llama.cpp's.
+  Four MLX decode rows from a document not used before (mlx PR #979, April 2024: M2 Ultra, M1 Max, Mac mini M1 and
+  M2, K001-K004) were added before the pooling was tried; held out they read -15%, +9%, +15% and +2%.
+- **A documented per-kernel cost that made MLX worse.** mlx issue #4521 times a chain of 3,200 tiny dependent
+  kernels at 8.8 ms per step on an M3 Ultra (2.75 us per kernel), far below the 20.3 us of the Apple default that
+  llama.cpp rows set. As the mlx profile's `kernel_overhead_s` it fixed Qwen3-30B-A3B decode on the M4 Max (-46% ->
+  +21%) but dense 7B rows went fast (M2 Ultra -15% -> +26%, M1 Max +9% -> +32%): MLX decode 14.0% -> 16.5% median
+  held out, so it is not shipped. A real decode step also pays Metal command-buffer boundaries (about 20 us each,
+  one or more per layer by that issue) and more dispatches per layer than roofline's operator graph counts.
 - **Rows not merged** (each file in `benchmarks/data/extra/` says why): GPUStack's burst rows (per-request serving costs
   inside the figure), first prompts after loading whose time grows with the file size (the mmap'd weights paging in),
   figures without their concurrency, and rows whose lengths are not stated.

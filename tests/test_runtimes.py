@@ -545,3 +545,17 @@ def test_one_gemm_kernel_for_every_format_fits_one_compute_efficiency():
     params = {r.row["id"]: r.param for r in fit_rows(rows, CardStore())}
     assert params == {"mac-q4": "compute", "mac-f16": "compute", "gpu-q4": "format:q4_k_m"}
     assert CardStore().runtime("llama.cpp").profile.shared_gemm_kernel == ["apple-soc"]
+
+
+def test_mlx_prompts_fit_one_compute_efficiency_for_every_format():
+    """MLX's quantized prompt GEMMs run steel's simdgroup MMA on dequantized tiles, as its BF16 GEMMs do: on Apple
+    GPUs an MLX prompt row of any format informs the one shared `compute`."""
+    from roofline.calibrate.runtime_fit import fit_rows
+
+    base = {"source": "s", "hardware": "", "engine": "MLX-LM 0.28.2", "params_b": "", "kv_dtype": "", "tp": "1",
+            "unit": "tok/s", "notes": "", "gpus": "1", "date": "2025-10", "batch": "1", "model": "l",
+            "model_card": "llama-3.1-8b", "isl": "2048", "osl": "0", "metric": "prefill_tok_s", "value": "900",
+            "hw_card": "apple-m4-max"}
+    rows = [{**base, "id": "q4", "weight_quant": "MLX 4-bit"}, {**base, "id": "bf16", "weight_quant": "BF16"}]
+    assert {r.row["id"]: r.param for r in fit_rows(rows, CardStore())} == {"q4": "compute", "bf16": "compute"}
+    assert CardStore().runtime("mlx").profile.shared_gemm_kernel == ["apple-soc"]
