@@ -120,9 +120,8 @@ CAUSES = """## Systematic causes found in the residuals
   mixing both qmv eras, 16.5% with the version ranges (the March-2024 rows no longer drag the newer range's
   bandwidth down); MLX prefill fitted one value per format was never better than generic (a 33898-token and a
   16-token prompt cannot set one GEMM efficiency; pooled, see the MLX bullet below). llama.cpp prefill: the b3216
-  split leaves the median at 30.5% (p90 93%): only Q4_0 has rows
-  on both sides of it, and each June-2024 PR table is one source whose held-out rows are predicted from the other
-  PRs at other microbatches. Ollama: llama.cpp's Spark kernels take its prefill from 75.4% to 67.0% (still far:
+  split leaves the median at 30.5% (p90 93%): only Q4_0 has rows on both sides of it, and each June-2024 PR table
+  is one source whose held-out rows are predicted from the other PRs at other microbatches. Ollama: llama.cpp's Spark kernels take its prefill from 75.4% to 67.0% (still far:
   the post states no prompt length); its decode keeps no fitted bandwidth (llama.cpp's made it 18.6% against 15.5%).
 - **A gap the rule does not close: TensorRT-LLM max-load throughput** is 4.6% generic but 6.0% with the profile's
   documented priors alone and 8.1% with the fitted bandwidth that the ITL rows choose (the rule judges a kind only
