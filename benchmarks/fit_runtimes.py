@@ -204,6 +204,16 @@ CAUSES = """## Systematic causes found in the residuals
   +21%) but dense 7B rows went fast (M2 Ultra -15% -> +26%, M1 Max +9% -> +32%): MLX decode 14.0% -> 16.5% median
   held out, so it is not shipped. A real decode step also pays Metal command-buffer boundaries (about 20 us each,
   one or more per layer by that issue) and more dispatches per layer than roofline's operator graph counts.
+- **llama.cpp's NVIDIA decode changed with CUDA graphs.** From May 2024 (PR #6766, before b3216) a batch-1 decode
+  token runs as one CUDA graph; the 2025 rows (b6413-b8322) decode MoE models 20-44% faster than a fit dominated by
+  2024 rows says (Qwen3-30B-A3B on an RTX PRO 6000 and an RTX 5090). The b3216 entry now also `refits: memory` on
+  nvidia-gpu: the 17 later rows set their own bandwidth fraction. Held out, llama.cpp decode 9.5% / 34.6% / +0.9% ->
+  7.2% / 34.4% / -1.6% (RTX 4090 9.4% -> 7.1%, L40S 11.6% -> 7.0%, RTX A6000 10.3% -> 1.5%, RTX PRO 6000 31.1% ->
+  30.5%). The later range's fraction sits at its bound (0.9996): it also absorbs the launch cost per kernel, which
+  stays the runtime-wide 10.6 us because a range fits the extra parameters only from 20 rows (`MIN_EXTRA_ROWS`).
+  With that minimum at 15 the range fits its own launch cost and the median is 6.0% (p90 31.6%); not shipped, since
+  the minimum would be chosen on the judged rows. The split was tried because the 2025 MoE rows read slow: selection
+  on the judged rows.
 - **Rows not merged** (each file in `benchmarks/data/extra/` says why): GPUStack's burst rows (per-request serving costs
   inside the figure), first prompts after loading whose time grows with the file size (the mmap'd weights paging in),
   figures without their concurrency, and rows whose lengths are not stated.

@@ -377,7 +377,8 @@ def _fit_row(row_id: str):
     ("H054", "b1786"),  # llama.cpp May 2024, quantized prefill on an RTX 4090: FP16 cuBLAS era
     ("M044", "b3216"),  # llama.cpp June 2024 (PR #7860 branch), Q6_K prefill: MMQ era
     ("M048", "b3216"),  # llama.cpp Nov 2025 (PR #17505 branch): still the MMQ range
-    ("H034", None),     # decode (MMVQ) did not change at b3216: no version range
+    ("H034", "b1786"),  # decode of May 2024: the range before the CUDA-graph split at b3216
+    ("P008", "b3216"),  # decode of a 2025 build (b6413): CUDA graphs, its own bandwidth fraction
     ("H009", None),     # the Spark (nvidia-soc): no range recorded for that scope
     ("M052", "0.0.1"),  # MLX March 2024, before the qmv rewrite
     ("C119", "0.1.0"),  # MLX-LM 0.20.4: after it
