@@ -113,7 +113,9 @@ class Version(Strict):
     version: str
     released: str | None = None  # YYYY-MM(-DD): rows that give a date but no version map here
     notes: str = ""
-    cuda_graphs: bool | None = None  # decode steps captured as CUDA graphs (launch cost paid once per step)
+    # decode steps captured as CUDA graphs: descriptive (shown, not applied); the launch cost a runtime pays per
+    # kernel is its fitted `kernel_overhead_s`, and a version range whose graphs changed decode `refits: memory`
+    cuda_graphs: bool | None = None
     efficiency: dict[str, EfficiencyOverrides] = {}
     scheduler: Scheduler = Scheduler()
     memory: MemoryPolicy = MemoryPolicy()
