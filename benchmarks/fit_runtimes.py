@@ -159,20 +159,21 @@ CAUSES = """## Systematic causes found in the residuals
   `benchmarks/data/mmq_microbatch_sweeps.csv`; `benchmarks/mmq_ramp.py`) are fitted by a ramp M / (M + h) with h = 36,
   44 and 44 tokens (each sweep's mean |log error| 0.08-0.12 without it, 0.016 with it). The llama.cpp profile's b3216
   entry and Ollama's profile carry `gemm_half_tokens: 44` on NVIDIA GPUs. Sweeps not fitted on, from llama.cpp PR
-  #24127 (2026 MMQ, pp512 relative to `-ub 512`), imply h = 45-53 tokens for an RTX 5090 (IQ2_S at `-ub` 32-256) and h
-  = 74-91 for an RTX 4090 (Q4_K_S at `-ub` 64-256; the 2026 kernels run its `-ub 512` a third faster than the 2024
-  sweep, the small micro-batches less so). It prices the expert GEMMs of MoE prompts (32 tokens per expert for
-  Qwen3-30B-A3B at `-ub 512`) and the small-microbatch rows (PR #7716 at `-ub` 16-32, M046-M047: +125% / +169% -> +22%
-  / +54% held out). Held out, llama.cpp prefill 19.7% / 70.0% / +3.1% -> 17.5% / 67.5% / +4.2%; Ollama prefill 50.5% /
-  676% / +47.7% -> 38.9% / 367% / +35.1% (its rows are never fitted on); RTX PRO 6000 prefill 69.7% -> 20.8%, RTX
-  A5000 64.8% -> 44.4%, RTX 4090 21.5% -> 17.0%; worse: L40S 2.7% -> 8.2%, RTX 6000 Ada 36.9% -> 42.3%, H100 PCIe
-  62.9% -> 69.4% (May-2024 cuBLAS rows: held out, their range takes the runtime-wide values the ramp moved), Ollama's
-  RTX A6000 prompts 19.6% -> 26.5%. Two sweep documents also hold training rows (M043 is the #7676 sweep's own `-ub
-  512` point, M044 is from #7860): for those two the ramp is not held out. Tried and not kept: the ramp on the DGX
-  Spark too (the same CUDA kernels; its rows run `-ub 2048` on an unfitted compute, and Spark prefill went 13.7% ->
-  28.3% held out), and fitting MoE prompt rows once the ramp prices them (llama.cpp prefill 20.3% median: the 2025
-  Qwen3-30B-A3B prompts still read +109% and +169% with the ramp, and fitted they pull the Q4_K_M efficiency down, RTX
-  3080 dense prompts to -43%).
+  #24127 (2026 MMQ, pp512 relative to `-ub 512`, `benchmarks/data/mmq_microbatch_heldout.csv`): the ramp reads an RTX
+  5090's IQ2_S at `-ub` 32-256 within -2% to +10% (implied h = 31-53 tokens), an RTX 4090's Q4_K_S at `-ub` 64-256 +4%
+  to +24% fast (implied h = 74-91; the 2026 kernels run its `-ub 512` a third faster than the 2024 sweep, the small
+  micro-batches less so). It prices the expert GEMMs of MoE prompts (32 tokens per expert for Qwen3-30B-A3B at `-ub
+  512`) and the small-microbatch rows (PR #7716 at `-ub` 16-32, M046-M047: +125% / +169% -> +22% / +54% held out).
+  Held out, llama.cpp prefill 19.7% / 70.0% / +3.1% -> 17.5% / 67.5% / +4.2%; Ollama prefill 50.5% / 676% / +47.7% ->
+  38.9% / 367% / +35.1% (its rows are never fitted on); RTX PRO 6000 prefill 69.7% -> 20.8%, RTX A5000 64.8% -> 44.4%,
+  RTX 4090 21.5% -> 17.0%; worse: L40S 2.7% -> 8.2%, RTX 6000 Ada 36.9% -> 42.3%, H100 PCIe 62.9% -> 69.4% (May-2024
+  cuBLAS rows: held out, their range takes the runtime-wide values the ramp moved), Ollama's RTX A6000 prompts 19.6%
+  -> 26.5%. Two sweep documents also hold training rows (M043 is the #7676 sweep's own `-ub 512` point, M044 is from
+  #7860): for those two the ramp is not held out. Tried and not kept: the ramp on the DGX Spark too (the same CUDA
+  kernels; its rows run `-ub 2048` on an unfitted compute, and Spark prefill went 13.7% -> 28.3% held out), and
+  fitting MoE prompt rows once the ramp prices them (llama.cpp prefill 20.3% median: the 2025 Qwen3-30B-A3B prompts
+  still read +109% and +169% with the ramp, and fitted they pull the Q4_K_M efficiency down, RTX 3080 dense prompts to
+  -43%).
 - **llama.cpp's F16 GEMMs accumulate in FP16.** ggml-cuda's cuBLAS path asks for `CUBLAS_COMPUTE_16F` (FP32 only on
   CDNA/RDNA4), which GeForce tensor cores run at twice their FP32-accumulate rate; pro and datacenter parts run both at
   one rate. The GeForce cards carry that peak (`fp16_acc16`) and llama.cpp's and Ollama's profiles name it for F16

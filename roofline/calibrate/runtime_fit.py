@@ -175,7 +175,7 @@ def _loss(rows: list[FitRow], store: CardStore, values: dict[str, float]) -> flo
     return total / max(len(rows), 1)
 
 
-def _golden(f, lo: float, hi: float) -> float:
+def golden(f, lo: float, hi: float) -> float:
     """argmin of f over [lo, hi] in log space."""
     a, b = math.log(lo), math.log(hi)
     g = (math.sqrt(5) - 1) / 2
@@ -206,7 +206,7 @@ def fit_group(rows: list[FitRow], store: CardStore, fixed: dict[str, float] | No
         for _ in range(ROUNDS):
             for p in free_params(rows):
                 bounds = EXTRA_PARAMS.get(p, BOUNDS)
-                values[p] = _golden(lambda v: _loss(rows, store, {**fixed, **values, p: v}), *bounds)
+                values[p] = golden(lambda v: _loss(rows, store, {**fixed, **values, p: v}), *bounds)
         for p in [p for p in EXTRA_PARAMS if p in values]:
             without = {k: v for k, v in values.items() if k != p}
             if _loss(rows, store, {**fixed, **without}) - _loss(rows, store, {**fixed, **values}) < MIN_EXTRA_GAIN:
