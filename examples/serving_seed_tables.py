@@ -1,7 +1,7 @@
 """Seed 000/001's vLLM concurrency tables on a DGX Spark (max_tokens 512) as closed-loop serving simulations:
 N clients, each sending its next request when the last completes, through the vLLM runtime profile (its scheduler
-limits and its efficiency on this hardware; runtimes/vllm.yaml has no fitted value for NVIDIA SoCs, so the Spark
-runs on the SoC defaults under vLLM's scheduler). The tables are a check: nothing here is fitted to them.
+limits and its efficiency on this hardware: runtimes/vllm.yaml fits vLLM's prompt efficiencies on NVIDIA SoCs but no
+bandwidth, which stays the SoC default). The tables are a check: nothing here is fitted to them.
 Prints simulated vs measured aggregate output tok/s per point as a markdown table (the issue's target: 15%)."""
 
 import roofline  # noqa: F401  (the package; the serving API below)

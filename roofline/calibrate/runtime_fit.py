@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 
 from roofline.calibrate.fit import error_summary
 from roofline.calibrate.published import RowPrediction, cards_of, predict_row, quant_text, runtime_of
-from roofline.calibrate.row_conditions import row_flags
+from roofline.calibrate.row_conditions import MARLIN_KERNEL_DTYPES, row_flags
 from roofline.cards.formats import weight_format
 from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice, version_key
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import expected_efficiency
+from roofline.sizing.params import active_param_counts, component_format
 
 LATENCY_BOUND_BATCH = 8  # decode at up to this many sequences streams the weights (memory-bound on every card here)
 DECODE_METRICS = ("decode_tok_s", "agg_decode_tok_s", "itl_ms", "tpot_ms")
@@ -40,12 +41,15 @@ BOUNDS = (0.01, 1.0)  # fractions of the datasheet peak searched
 UNIT_PARAM = "gemv_unit_bandwidth_bytes_per_s"  # each extra parameter is named as its Efficiency field
 EXTRA_PARAMS = {UNIT_PARAM: (4e9, 6.4e10), "kernel_overhead_s": (5e-7, 3e-5)}  # name -> search bounds
 MIN_EXTRA_GAIN = 0.005  # mean |log error| (half a percent)
-# ... and only in a group with at least this many such rows (ten per extra parameter): fitted on MLX's 10 Apple rows
+# ... and only in a group with at least ten such rows per extra parameter it fits: fitted on MLX's 10 Apple rows
 # they took MLX's leave-one-source-out decode p90 from 99% to 149%; on llama.cpp's 56 NVIDIA rows they took
 # llama.cpp's from 41% to 35%
-MIN_EXTRA_ROWS = 10 * len(EXTRA_PARAMS)
+ROWS_PER_EXTRA = 10
+MIN_EXTRA_ROWS = ROWS_PER_EXTRA * len(EXTRA_PARAMS)
 # Properties of the kernels' code rather than of the runtime around them: a runtime running another's kernels
-# (`kernels_from`: Ollama vendors ggml) takes them from that runtime whatever its own policy for their kind
+# (`kernels_from`: Ollama vendors ggml) takes them from that runtime whatever its own policy for their kind, and a
+# version range fitted on its own rows holds them at the runtime-wide value (a range has too few decode rows for both
+# extra parameters; what changes between ranges is how kernels are launched: llama.cpp's CUDA graphs)
 KERNEL_PARAMS = (UNIT_PARAM,)
 ROUNDS = 2
 GOLDEN_STEPS = 18
@@ -96,8 +100,8 @@ def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
             continue
         hw = store.hardware(pred.hw)
         scope = f"{hw.vendor.lower()}-{hw.kind}"
-        param = _param(row, scope in choice.profile.shared_gemm_kernel)
-        fitted = param == "memory" or not narrow_expert_gemms(row, store, choice)
+        param = _param(row, scope in choice.profile.shared_gemm_kernel, cards_of(row, store)[0])
+        fitted = param == "memory" or not (narrow_expert_gemms(row, store, choice) or marlin_prompt(row, param))
         out.append(FitRow(row, choice, scope, param, pred.source, fitting_range(choice, scope, param), fitted))
     return out
 
@@ -118,6 +122,14 @@ def narrow_expert_gemms(row: dict, store: CardStore, choice: RuntimeChoice) -> b
         batch = str(row.get("batch") or "1").strip()
         tokens = float(batch) if batch.replace(".", "", 1).isdigit() else math.inf  # "max": a full batch
     return tokens * moe.experts_per_token / moe.num_experts < EXPERT_TILE_TOKENS
+
+
+def marlin_prompt(row: dict, param: str) -> bool:
+    """Whether a row ran its 4-bit format's GEMMs on Marlin (W4A16, its engine text says so): its efficiency is
+    Marlin's 16-bit math, not that of the kernels the format runs by default, which its `compute_by_format` entry
+    stands for (vLLM's NVFP4 rows on the DGX Spark all ran Marlin; a default NVFP4 run is FP4 math)."""
+    fmt = param.split(":", 1)[1] if param.startswith("format:") else ""
+    return fmt in MARLIN_KERNEL_DTYPES and "marlin" in row.get("engine", "").lower()
 
 
 def fitting_range(choice: RuntimeChoice, scope: str, param: str) -> str | None:
@@ -141,18 +153,30 @@ def _unfitted(choice: RuntimeChoice | None) -> RuntimeChoice | None:
     return choice.model_copy(update={"profile": choice.profile.model_copy(update={"fitted": {}, "fitted_from": {}})})
 
 
-def _param(row: dict, shared_kernel: bool = False) -> str:
+def _param(row: dict, shared_kernel: bool = False, card=None) -> str:
     """Which free parameter a row informs: latency-bound decode -> memory; the rest -> its weight format's kernels,
-    or `compute` where every format runs one GEMM kernel (`shared_kernel`: the profile's `shared_gemm_kernel`)."""
+    or `compute` where every format runs one GEMM kernel (`shared_kernel`: the profile's `shared_gemm_kernel`).
+    A row stating formats per component ("default=nvfp4,attention=bf16") informs the format of its largest active
+    component, the one most of its GEMM FLOPs run in."""
     batch = row.get("batch", "").strip()
     small = batch.isdigit() and int(batch) <= LATENCY_BOUND_BATCH
     if row["metric"] in DECODE_METRICS and (small or not batch):
         return "memory"
     try:
-        fmt = weight_format(quant_text(row["weight_quant"])).name
+        fmt = weight_format(_bulk_format(row, card)).name
     except RooflineError:
         return "memory"
     return "compute" if shared_kernel else "format:" + fmt
+
+
+def _bulk_format(row: dict, card) -> str:
+    """The weight format a row's GEMMs mostly run in: its one stated format, or with per-component formats the
+    format of the model's largest active component (its FFN or experts) under them."""
+    if "=" not in row["weight_quant"] or card is None:
+        return quant_text(row["weight_quant"])
+    counts = active_param_counts(card)
+    largest = max(counts, key=counts.get)
+    return component_format(card, largest, row["weight_quant"].strip().lower())
 
 
 def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> RuntimeChoice:
@@ -196,32 +220,43 @@ def golden(f, lo: float, hi: float) -> float:
 _CACHE: dict[tuple, dict[str, float]] = {}  # (row ids, fixed values) -> fit: LOSO passes refit the same row sets
 
 
-def fit_group(rows: list[FitRow], store: CardStore, fixed: dict[str, float] | None = None) -> dict[str, float]:
-    """Coordinate descent over the parameters the rows inform (`free_params`), the others held at `fixed`; each of
-    EXTRA_PARAMS is dropped again (back to the prior) unless it lowers the loss by MIN_EXTRA_GAIN."""
+def fit_group(rows: list[FitRow], store: CardStore, fixed: dict[str, float] | None = None,
+              held: tuple[str, ...] = ()) -> dict[str, float]:
+    """Coordinate descent over the parameters the rows inform (`free_params`, less the extra ones `held`), the
+    others held at `fixed`; each of EXTRA_PARAMS is dropped again (back to the prior, the rest refitted without it)
+    unless it lowers the loss by MIN_EXTRA_GAIN."""
     fixed = fixed or {}
-    key = (tuple(sorted(r.row["id"] for r in rows)), tuple(sorted(fixed.items())))
+    key = (tuple(sorted(r.row["id"] for r in rows)), tuple(sorted(fixed.items())), held)
     if key not in _CACHE:
-        values: dict[str, float] = {}
-        for _ in range(ROUNDS):
-            for p in free_params(rows):
-                bounds = EXTRA_PARAMS.get(p, BOUNDS)
-                values[p] = golden(lambda v: _loss(rows, store, {**fixed, **values, p: v}), *bounds)
+        params = free_params(rows, held)
+        values = _descend(rows, store, fixed, params)
         for p in [p for p in EXTRA_PARAMS if p in values]:
-            without = {k: v for k, v in values.items() if k != p}
+            rest = [q for q in params if q != p]
+            without = _descend(rows, store, fixed, rest)
             if _loss(rows, store, {**fixed, **without}) - _loss(rows, store, {**fixed, **values}) < MIN_EXTRA_GAIN:
-                values = without
+                values, params = without, rest
         _CACHE[key] = values
     return dict(_CACHE[key])
 
 
-def free_params(rows: list[FitRow]) -> list[str]:
-    """The parameters `rows` inform: each row's own, and with MIN_EXTRA_ROWS `memory` rows the EXTRA_PARAMS (the
-    same latency-bound decode rows set them: the per-unit limit binds only on cards with much bandwidth per unit,
-    the launch cost weighs most on small models)."""
+def _descend(rows: list[FitRow], store: CardStore, fixed: dict[str, float], params: list[str]) -> dict[str, float]:
+    """ROUNDS of coordinate descent over `params`, each a golden-section search within its bounds."""
+    values: dict[str, float] = {}
+    for _ in range(ROUNDS):
+        for p in params:
+            bounds = EXTRA_PARAMS.get(p, BOUNDS)
+            values[p] = golden(lambda v: _loss(rows, store, {**fixed, **values, p: v}), *bounds)
+    return values
+
+
+def free_params(rows: list[FitRow], held: tuple[str, ...] = ()) -> list[str]:
+    """The parameters `rows` inform: each row's own, and with ROWS_PER_EXTRA `memory` rows per extra parameter the
+    EXTRA_PARAMS not `held` (the same latency-bound decode rows set them: the per-unit limit binds only on cards with
+    much bandwidth per unit, the launch cost weighs most on small models)."""
     params = sorted({r.param for r in rows})
+    extra = [p for p in EXTRA_PARAMS if p not in held]
     memory_rows = sum(r.param == "memory" for r in rows)
-    return params + list(EXTRA_PARAMS) if memory_rows >= MIN_EXTRA_ROWS else params
+    return params + extra if extra and memory_rows >= ROWS_PER_EXTRA * len(extra) else params
 
 
 def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStore, policy: str) -> list[GroupFit]:
@@ -240,8 +275,8 @@ def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStor
         sub = [m for m in split if m.range == rng]
         sources = sorted({m.source for m in sub})
         own = len(sub) >= MIN_RANGE_ROWS and len(sources) >= MIN_RANGE_SOURCES
-        values = fit_group(sub, store, fixed=parent.values) if own else {}
-        entry = {p: values.get(p, parent.values[p]) for p in params if p in values or p in parent.values}
+        values = fit_group(sub, store, fixed=parent.values, held=KERNEL_PARAMS) if own else {}
+        entry = {**{p: parent.values[p] for p in params if p in parent.values}, **values}
         note = "" if own else (f"the runtime-wide fit: this range has {len(sub)} rows from {len(sources)} documents, "
                                f"fewer than {MIN_RANGE_ROWS} from {MIN_RANGE_SOURCES}")
         fits.append(GroupFit(runtime, f"{scope}@{rng}", entry, [m.row["id"] for m in (sub if own else members)],
