@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from roofline.calibrate.published import read_rows
+from roofline.calibrate.row_params import fit_rows
 from roofline.calibrate.runtime_fit import (
     KINDS,
     scope_policy,
@@ -25,7 +26,6 @@ from roofline.calibrate.runtime_fit import (
     POLICIES,
     EXTRA_PARAMS,
     fit_all,
-    fit_rows,
     id_ranges,
     kind_of,
     lent_values,

@@ -367,7 +367,7 @@ def test_a_device_entry_needs_a_source():
 
 
 def _fit_row(row_id: str):
-    from roofline.calibrate.runtime_fit import fit_rows
+    from roofline.calibrate.row_params import fit_rows
     rows = {r["id"]: r for name in ("published_train.csv", "published_collected.csv", "published_more.csv",
                                          "published_extra.csv")
             for r in read_rows(REPO / "benchmarks/data" / name)}
@@ -449,7 +449,7 @@ def test_llama_cpp_f16_gemms_run_at_the_fp16_accumulate_rate_where_a_card_has_on
 def test_moe_prompts_in_small_micro_batches_are_predicted_but_not_fitted_on():
     """At llama.cpp's -ub 512 each of Qwen3-30B-A3B's 128 experts sees 32 tokens (8 per token): below one 128-token
     GEMM tile, so the row enters no fit; the dense model's prompt and a MoE decode row do."""
-    from roofline.calibrate.runtime_fit import fit_rows
+    from roofline.calibrate.row_params import fit_rows
 
     base = {"source": "s", "hardware": "", "engine": "llama.cpp CUDA build 7000", "params_b": "", "kv_dtype": "",
             "tp": "1", "unit": "tok/s", "notes": "", "hw_card": "rtx-4090", "gpus": "1", "date": "2025-11",
@@ -591,7 +591,7 @@ def test_the_extra_decode_parameters_are_fitted_only_where_they_lower_the_loss(m
 def test_one_gemm_kernel_for_every_format_fits_one_compute_efficiency():
     """Where a profile says every weight format's prompt GEMMs run one kernel (llama.cpp on Metal: kernel_mul_mm),
     a prompt row informs `compute`, shared by all formats; elsewhere it informs its own format's efficiency."""
-    from roofline.calibrate.runtime_fit import fit_rows
+    from roofline.calibrate.row_params import fit_rows
 
     base = {"source": "s", "hardware": "", "engine": "llama.cpp build 7000", "params_b": "", "kv_dtype": "",
             "tp": "1", "unit": "tok/s", "notes": "", "gpus": "1", "date": "2025-11", "batch": "1", "model": "l",
@@ -607,7 +607,7 @@ def test_one_gemm_kernel_for_every_format_fits_one_compute_efficiency():
 def test_mlx_prompts_fit_one_compute_efficiency_for_every_format():
     """MLX's quantized prompt GEMMs run steel's simdgroup MMA on dequantized tiles, as its BF16 GEMMs do: on Apple
     GPUs an MLX prompt row of any format informs the one shared `compute`."""
-    from roofline.calibrate.runtime_fit import fit_rows
+    from roofline.calibrate.row_params import fit_rows
 
     base = {"source": "s", "hardware": "", "engine": "MLX-LM 0.28.2", "params_b": "", "kv_dtype": "", "tp": "1",
             "unit": "tok/s", "notes": "", "gpus": "1", "date": "2025-10", "batch": "1", "model": "l",
@@ -622,7 +622,7 @@ def test_a_row_with_formats_per_component_informs_its_largest_components_format(
     """A prompt row stating formats per component ("default=nvfp4,attention=bf16", as NVIDIA's NVFP4 checkpoints keep
     attention in BF16) informs the GEMM efficiency of the format its largest active component runs in, never the
     bandwidth fraction that latency-bound decode rows set; a batch-1 decode row of the same checkpoint sets that."""
-    from roofline.calibrate.runtime_fit import fit_rows
+    from roofline.calibrate.row_params import fit_rows
 
     base = {"source": "s", "hardware": "", "engine": "vLLM 0.11.0", "params_b": "", "kv_dtype": "", "tp": "1",
             "unit": "tok/s", "notes": "", "gpus": "1", "date": "2025-10", "batch": "1", "model": "g",

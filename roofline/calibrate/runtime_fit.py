@@ -19,17 +19,11 @@ import math
 from dataclasses import dataclass, field
 
 from roofline.calibrate.fit import error_summary
-from roofline.calibrate.published import RowPrediction, cards_of, predict_row, quant_text, runtime_of
-from roofline.calibrate.row_conditions import MARLIN_KERNEL_DTYPES, row_flags
-from roofline.cards.formats import weight_format
+from roofline.calibrate.published import RowPrediction, predict_row
+from roofline.calibrate.row_params import FitRow
 from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice, version_key
 from roofline.cards.store import CardStore
-from roofline.errors import RooflineError
-from roofline.perf.efficiency import expected_efficiency
-from roofline.sizing.params import active_param_counts, component_format
 
-LATENCY_BOUND_BATCH = 8  # decode at up to this many sequences streams the weights (memory-bound on every card here)
-DECODE_METRICS = ("decode_tok_s", "agg_decode_tok_s", "itl_ms", "tpot_ms")
 BOUNDS = (0.01, 1.0)  # fractions of the datasheet peak searched
 # Fitted beside `memory` on the same latency-bound decode rows, each kept only where it lowers the loss by
 # MIN_EXTRA_GAIN over the profile's prior (a group whose loss is flat in it ships none):
@@ -61,23 +55,7 @@ MIN_RANGE_SOURCES = 2  # ... from at least this many source documents; else it k
 # A hardware scope ships a fitted value only when its rows come from this many documents: with one, leave-one-source-
 # out never judged a fit of that scope (held out, nothing is left to fit it on), so its figures would be unjudged
 MIN_SHIPPED_SOURCES = 2
-# A MoE row whose step gives each expert fewer tokens than one GEMM tile is predicted but never fitted on: its expert
-# GEMMs run far below the large-GEMM efficiency `compute_by_format` stands for (llama.cpp's MoE prompts at -ub 512:
-# 32 tokens per expert on Qwen3-30B-A3B, 16 on gpt-oss-120b), and fitted together with dense rows of the same format
-# they dragged that efficiency to a tenth (q4_k_m 0.24 -> 0.04, every dense Q4_K_M prompt then read 5x slow).
-EXPERT_TILE_TOKENS = 128  # ggml-cuda mmq.cuh get_mmq_x_max_host: 128-token tiles on tensor-core GPUs
 POLICIES = ("versions", "runtime", "none")  # most specific first; benchmarks/fit_runtimes.py picks one per runtime
-
-
-@dataclass
-class FitRow:
-    row: dict
-    choice: RuntimeChoice
-    scope: str  # vendor-kind of the row's hardware
-    param: str  # "memory" or "format:<weight format>"
-    source: str
-    range: str | None = None  # the version starting this row's fitting range (a `refits` entry), None: no split
-    fitted: bool = True  # False: predicted, never fitted on (narrow expert GEMMs, EXPERT_TILE_TOKENS)
 
 
 @dataclass
@@ -88,95 +66,6 @@ class GroupFit:
     rows: list[str] = field(default_factory=list)  # row ids fitted on
     sources: list[str] = field(default_factory=list)
     note: str = ""  # how the value was obtained when not fitted on `rows` alone
-
-
-def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
-    """The rows a runtime profile can be fitted on: a mapped runtime, cards roofline knows, a metric it predicts."""
-    out = []
-    for row in rows:
-        choice = _unfitted(runtime_of(row, store))
-        pred = predict_row(row, store, runtime=choice) if choice else None
-        if pred is None or pred.predicted is None:
-            continue
-        hw = store.hardware(pred.hw)
-        scope = f"{hw.vendor.lower()}-{hw.kind}"
-        param = _param(row, scope in choice.profile.shared_gemm_kernel, cards_of(row, store)[0])
-        fitted = param == "memory" or not (narrow_expert_gemms(row, store, choice) or marlin_prompt(row, param))
-        out.append(FitRow(row, choice, scope, param, pred.source, fitting_range(choice, scope, param), fitted))
-    return out
-
-
-def narrow_expert_gemms(row: dict, store: CardStore, choice: RuntimeChoice) -> bool:
-    """Whether a MoE row's steps give each expert fewer than EXPERT_TILE_TOKENS tokens: the prompt micro-batch (the
-    runtime's prefill chunk, the row's `-ub`) for prompt metrics, the batch for the others, times experts per token
-    over experts (a max-load row's batch is full)."""
-    card, hw, _ = cards_of(row, store)
-    moe = card.architecture.moe
-    if moe is None:
-        return False
-    if row["metric"] in ("prefill_tok_s", "ttft_ms"):
-        prompt = float(row.get("isl") or 512)
-        chunk = row_flags(row, expected_efficiency(hw, choice)).prefill_chunk_tokens
-        tokens = min(prompt, chunk) if chunk else prompt
-    else:
-        batch = str(row.get("batch") or "1").strip()
-        tokens = float(batch) if batch.replace(".", "", 1).isdigit() else math.inf  # "max": a full batch
-    return tokens * moe.experts_per_token / moe.num_experts < EXPERT_TILE_TOKENS
-
-
-def marlin_prompt(row: dict, param: str) -> bool:
-    """Whether a row ran its 4-bit format's GEMMs on Marlin (W4A16, its engine text says so): its efficiency is
-    Marlin's 16-bit math, not that of the kernels the format runs by default, which its `compute_by_format` entry
-    stands for (vLLM's NVFP4 rows on the DGX Spark all ran Marlin; a default NVFP4 run is FP4 math)."""
-    fmt = param.split(":", 1)[1] if param.startswith("format:") else ""
-    return fmt in MARLIN_KERNEL_DTYPES and "marlin" in row.get("engine", "").lower()
-
-
-def fitting_range(choice: RuntimeChoice, scope: str, param: str) -> str | None:
-    """The version whose kernels a row ran, for a parameter whose kernels changed between versions (`refits` of the
-    profile's version entries): the newest such entry at or below the row's version, else the oldest entry (the
-    range before the first change). None: no change recorded for this scope and parameter."""
-    prof, kind = choice.profile, "memory" if param == "memory" else "compute_by_format"
-    starts = [v.version for v in prof.versions if kind in v.refits.get(scope, [])]
-    if not starts:
-        return None
-    in_effect = {v.version for v in prof.versions_up_to(choice.version or choice.range_start)}
-    before = [s for s in starts if s in in_effect]
-    return before[-1] if before else prof.versions[0].version
-
-
-def _unfitted(choice: RuntimeChoice | None) -> RuntimeChoice | None:
-    """The choice with its profile's stored fitted values removed: a fit (and a held-out prediction) starts from the
-    profile's documented priors, never from values fitted on the rows being judged."""
-    if choice is None:
-        return None
-    return choice.model_copy(update={"profile": choice.profile.model_copy(update={"fitted": {}, "fitted_from": {}})})
-
-
-def _param(row: dict, shared_kernel: bool = False, card=None) -> str:
-    """Which free parameter a row informs: latency-bound decode -> memory; the rest -> its weight format's kernels,
-    or `compute` where every format runs one GEMM kernel (`shared_kernel`: the profile's `shared_gemm_kernel`).
-    A row stating formats per component ("default=nvfp4,attention=bf16") informs the format of its largest active
-    component, the one most of its GEMM FLOPs run in."""
-    batch = row.get("batch", "").strip()
-    small = batch.isdigit() and int(batch) <= LATENCY_BOUND_BATCH
-    if row["metric"] in DECODE_METRICS and (small or not batch):
-        return "memory"
-    try:
-        fmt = weight_format(_bulk_format(row, card)).name
-    except RooflineError:
-        return "memory"
-    return "compute" if shared_kernel else "format:" + fmt
-
-
-def _bulk_format(row: dict, card) -> str:
-    """The weight format a row's GEMMs mostly run in: its one stated format, or with per-component formats the
-    format of the model's largest active component (its FFN or experts) under them."""
-    if "=" not in row["weight_quant"] or card is None:
-        return quant_text(row["weight_quant"])
-    counts = active_param_counts(card)
-    largest = max(counts, key=counts.get)
-    return component_format(card, largest, row["weight_quant"].strip().lower())
 
 
 def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> RuntimeChoice:

@@ -120,7 +120,8 @@ def _error_table(title: str, metrics: dict):
 
 
 def _by_source(st, paths: list[Path], as_json: bool) -> None:
-    from roofline.calibrate.runtime_fit import fit_rows, leave_one_source_out, loso_table
+    from roofline.calibrate.row_params import fit_rows
+    from roofline.calibrate.runtime_fit import leave_one_source_out, loso_table
 
     rows = [r for p in paths for r in read_published(p)]
     fitted = fit_rows(rows, st)
