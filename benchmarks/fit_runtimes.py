@@ -12,6 +12,7 @@ leave-one-source-out (roofline/calibrate/runtime_fit.py), written to docs/runtim
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -254,6 +255,16 @@ CAUSES = """## Systematic causes found in the residuals
   gpt-oss-20b row). A previous pass had found the same gain by lowering the 20-row minimum to 15 and not shipped it,
   since that number would have been chosen on the judged rows; holding the per-unit limit in a range is a rule about
   which parameters a range refits, but it was written knowing that result: selection on the judged rows.
+- **Tried and not kept: one launch cost per kernel for every CUDA-graph runtime.** vLLM (from 0.2.6, PR #1926,
+  2023-12), SGLang, TensorRT-LLM and lmdeploy capture decode as CUDA graphs, yet on NVIDIA GPUs they keep the generic
+  13.2 us per kernel fitted on 2024 llama.cpp rows (no row of theirs fits `kernel_overhead_s`). Set to 4 us (a guess,
+  not fitted) on nvidia-gpu for all four (vLLM before 0.2.6 eager at 13.2 us), held out: SGLang decode 50.9% ->
+  14.1%, lmdeploy decode 32.2% -> 5.8%, vLLM batch latency on the RTX 5090 103.9% -> 9.1% (SGLang's rows and those
+  16 are one document, gittensor-ai-lab/sparkinfer: Qwen3-30B-A3B on one RTX 5090), while vLLM TPOT went 6.4% -> 42.9%
+  (tt-inference-server's A100 and H100 rows read 41-43% fast), TTFT 18.2% -> 25.2% and TensorRT-LLM max-load 4.6%
+  -> 8.6%. Two documents pull opposite ways on the same model at batch 1 (Qwen3-30B-A3B: 4-bit on an RTX 5090 timed by
+  `bench latency`, BF16 on one A100 timed by a serving benchmark's TPOT), so no one in-graph cost is established; a
+  per-runtime value needs decode rows from a second document for each.
 - **Rows not merged** (each file in `benchmarks/data/extra/` says why): GPUStack's burst rows (per-request serving costs
   inside the figure), first prompts after loading whose time grows with the file size (the mmap'd weights paging in),
   figures without their concurrency, and rows whose lengths are not stated.
@@ -336,6 +347,18 @@ def _of_kind(results: list, kind: str) -> list:
     return [x for x in results if kind_of(x[0].param) == kind]
 
 
+def _loso(fitted: list, store, policies: dict, what: str) -> list:
+    """leave_one_source_out on every core, its progress on stderr (one line per held-out source)."""
+    total, done = len({r.source for r in fitted}), []
+
+    def advance():
+        done.append(1)
+        sys.stderr.write(f"\rleave-one-source-out, {what}: {len(done)}/{total} sources")
+        sys.stderr.write("\n" if len(done) == total else "")
+
+    return leave_one_source_out(fitted, store, policies, advance=advance, workers=os.cpu_count() or 1)
+
+
 def select_policies(fitted: list, store) -> tuple[dict[str, dict], dict[str, list]]:
     """Model selection on leave-one-source-out error: per runtime, hardware scope and kind of fitted value (judged on
     the rows informing it: memory on latency-bound decode rows, compute_by_format on prefill, TTFT and large-batch
@@ -345,7 +368,7 @@ def select_policies(fitted: list, store) -> tuple[dict[str, dict], dict[str, lis
     policy}) and, per policy tried, the LOSO table (for the docs)."""
     runtimes = sorted({r.choice.profile.name for r in fitted})
     borrowers = sorted({r.choice.profile.name for r in fitted if r.choice.profile.kernels_from})
-    results = {p: leave_one_source_out(fitted, store, {rt: p for rt in runtimes}) for p in POLICIES}
+    results = {p: _loso(fitted, store, {rt: p for rt in runtimes}, f"policy {p}") for p in POLICIES}
     tables = {p: loso_table(res) for p, res in results.items()}
     by_scope = {p: {k: loso_table(_of_kind(res, k), by="scope") for k in KINDS} for p, res in results.items()}
     chosen: dict[str, dict] = {}
@@ -356,7 +379,7 @@ def select_policies(fitted: list, store) -> tuple[dict[str, dict], dict[str, lis
                                          "none") for k in KINDS}
     lenders = {r.choice.profile.kernels_from for r in fitted if r.choice.profile.kernels_from}
     both = [r for r in fitted if r.choice.profile.name in set(borrowers) | lenders]
-    lent = leave_one_source_out(both, store, {**chosen, **{b: "kernels_from" for b in borrowers}})
+    lent = _loso(both, store, {**chosen, **{b: "kernels_from" for b in borrowers}}, "kernels_from")
     tables["kernels_from"] = loso_table(lent)
     for rt in borrowers:
         chosen[rt] = {k: "none" if _worse_than_generic(loso_table(_of_kind(lent, k)), rt) else "kernels_from"
@@ -369,7 +392,7 @@ def main(argv: list[str]) -> None:
     rows = [r for path in DATA for r in read_rows(path)]
     fitted = fit_rows(rows, store)
     chosen, tables = select_policies(fitted, store)
-    results = leave_one_source_out(fitted, store, chosen)
+    results = _loso(fitted, store, chosen, "the shipped mix")
     table, by_hw = loso_table(results), loso_table(results, by="hardware")
     text = markdown(table, by_hw, len(rows), len(fitted), chosen, tables)
     print(text)

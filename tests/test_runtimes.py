@@ -417,6 +417,36 @@ def test_a_scope_fitted_from_one_document_ships_nothing():
     assert ("llama.cpp", "nvidia-gpu") in fit_all(two, st, min_sources=MIN_SHIPPED_SOURCES)
 
 
+def test_leave_one_source_out_in_workers_matches_one_process():
+    """Forked workers fit the held-out sources (validate --by-source --jobs, fit_runtimes.py): the same predictions
+    in the same order as one process, and one progress call per source either way."""
+    from roofline.calibrate.runtime_fit import leave_one_source_out
+
+    rows = [_fit_row(i) for i in ("H035", "H044", "C099", "C100", "L009")]
+    sources = {r.source for r in rows}
+    assert len(sources) >= 3
+    st, calls = CardStore(), {1: 0, 2: 0}
+
+    def run(workers):
+        def advance():
+            calls[workers] += 1
+        return leave_one_source_out(rows, st, advance=advance, workers=workers)
+
+    one, two = run(1), run(2)
+    assert [(r.row["id"], a.predicted) for r, _, a in one] == [(r.row["id"], a.predicted) for r, _, a in two]
+    assert sorted(r.row["id"] for r, _, _ in one) == sorted(r.row["id"] for r in rows)
+    assert calls == {1: len(sources), 2: len(sources)}
+    assert any(a.predicted != b.predicted for _, b, a in one)  # held out, the others' fit moved some prediction
+
+
+def test_validate_by_source_cli_rejects_a_bad_job_count(tmp_path):
+    out = run_cli("validate", "--published", str(REPO / "benchmarks/data/published_extra.csv"), "--by-source",
+                  "--jobs", "0")
+    assert out.returncode == 2 and "--jobs" in out.stderr and "Traceback" not in out.stderr
+    alone = run_cli("validate", "--published", str(REPO / "benchmarks/data/published_extra.csv"), "--jobs", "2")
+    assert alone.returncode == 2 and alone.stderr.startswith("error: --jobs") and "Traceback" not in alone.stderr
+
+
 def test_one_shot_all_reduce_needs_nvlink_beyond_two_gpus():
     """A runtime's one-shot all-reduce (allreduce_latency_hops) reads every peer directly: on NVLink/xGMI at any size,
     on PCIe only between two GPUs; beyond that the ring's 2(n-1) hops are paid (vLLM disables it there)."""

@@ -16,6 +16,9 @@ other document's rows and its rows predicted; a group with no other rows keeps t
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from roofline.calibrate.fit import error_summary
@@ -270,21 +273,48 @@ def predict_fitted(r: FitRow, store: CardStore, fits: dict[tuple, GroupFit], pol
     return predict_row(r.row, store, runtime=_with(r.choice, r.scope, values) if values else r.choice)
 
 
-def leave_one_source_out(rows: list[FitRow], store: CardStore, policies: dict | None = None
+def leave_one_source_out(rows: list[FitRow], store: CardStore, policies: dict | None = None,
+                         advance: Callable[[], None] | None = None, workers: int = 1
                          ) -> list[tuple[FitRow, RowPrediction, RowPrediction]]:
     """(row, generic prediction, profile prediction fitted without the row's source) for every row, under
-    `policies` (runtime -> policy or kind -> policy; None: each profile's stored `fit_policy`)."""
+    `policies` (runtime -> policy or kind -> policy; None: each profile's stored `fit_policy`). `advance()` is
+    called as each source is done; with `workers` > 1 the sources are fitted in that many forked processes (where
+    the platform forks; else one by one), the results in the same order."""
     if policies is None:
         policies = {r.choice.profile.name: dict(r.choice.profile.fit_policy) for r in rows
                     if r.choice.profile.fit_policy}
-    out = []
-    for source in sorted({r.source for r in rows}):
-        held = [r for r in rows if r.source == source]
-        keys = {(r.choice.profile.kernels_from or r.choice.profile.name, r.scope) for r in held}
-        fits = fit_all([r for r in rows if r.source != source], store, policies, keys)
-        for r in held:
-            out.append((r, predict_row(r.row, store), predict_fitted(r, store, fits, policies)))
-    return out
+    sources = sorted({r.source for r in rows})
+    job = (rows, store, policies)
+    if workers > 1 and len(sources) > 1 and "fork" in mp.get_all_start_methods():
+        global _JOB
+        _JOB = job
+        try:
+            with ProcessPoolExecutor(min(workers, len(sources)), mp_context=mp.get_context("fork")) as pool:
+                done = list(_advancing(pool.map(_held_out, sources), advance))
+        finally:
+            _JOB = None
+    else:
+        done = list(_advancing((_held_out(s, job) for s in sources), advance))
+    return [(rows[i], before, after) for part in done for i, before, after in part]
+
+
+_JOB: tuple | None = None  # (rows, store, policies) inherited by forked workers
+
+
+def _held_out(source: str, job: tuple | None = None) -> list[tuple[int, RowPrediction, RowPrediction]]:
+    """(index in rows, generic prediction, prediction fitted without `source`) for each row of `source`."""
+    rows, store, policies = job or _JOB
+    held = [i for i, r in enumerate(rows) if r.source == source]
+    keys = {(rows[i].choice.profile.kernels_from or rows[i].choice.profile.name, rows[i].scope) for i in held}
+    fits = fit_all([r for r in rows if r.source != source], store, policies, keys)
+    return [(i, predict_row(rows[i].row, store), predict_fitted(rows[i], store, fits, policies)) for i in held]
+
+
+def _advancing(parts, advance: Callable[[], None] | None):
+    for part in parts:
+        if advance:
+            advance()
+        yield part
 
 
 def loso_table(results: list[tuple[FitRow, RowPrediction, RowPrediction]], by: str = "") -> list[dict]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -18,7 +19,7 @@ from roofline.calibrate.validation import (
     summarize_points,
 )
 from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
-from roofline.cli.output import Column, emit, table
+from roofline.cli.output import Column, console, emit, table
 from roofline.engine import load
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import expected_efficiency
@@ -32,6 +33,8 @@ def validate_cmd(
     by_source: Annotated[bool, typer.Option("--by-source", help="With --published: fit the runtime profiles "
                                             "leaving each source out and predict it (before: generic; after: "
                                             "profiles), per runtime and metric and per runtime x hardware.")] = False,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="With --by-source: processes fitting "
+                                                "the held-out sources at once (default: every CPU core).")] = None,
     serving: Annotated[bool, typer.Option("--serving", help="Serve a Poisson trace and a closed loop in the engine "
                                           "for real and in the serving simulator; TTFT/ITL/throughput errors.")] = False,
     device: Annotated[str, typer.Option(help="Engine device: cpu or cuda.")] = "cpu",
@@ -57,8 +60,10 @@ def validate_cmd(
 ):
     """Report the predictor's error per metric: median and p90 absolute % error and bias."""
     st = store(cards)
+    if jobs is not None and not (published and by_source):
+        raise RooflineError("--jobs: only --published ... --by-source fits in several processes; drop --jobs")
     if published and by_source:
-        return _by_source(st, published, as_json)
+        return _by_source(st, published, as_json, jobs or os.cpu_count() or 1)
     if published:
         if len(published) > 1:
             raise RooflineError("--published: several files need --by-source (or validate one file at a time)")
@@ -87,7 +92,7 @@ def _engine_shapes(st, hw: str | None, device: str, dtype: str | None, spec: dic
         shapes = grid_shapes(spec)
     from rich.progress import Progress
 
-    with Progress(transient=True) as bar:
+    with Progress(transient=True, console=console(stderr=True)) as bar:
         task = bar.add_task("running fresh engine shapes", total=len(shapes) * spec["passes"])
         points = engine_points(card, st, device, dtype, spec, lambda: bar.advance(task), shapes)
     if out:
@@ -119,13 +124,19 @@ def _error_table(title: str, metrics: dict):
                   for k, s in metrics.items()])
 
 
-def _by_source(st, paths: list[Path], as_json: bool) -> None:
+def _by_source(st, paths: list[Path], as_json: bool, jobs: int) -> None:
+    """Leave-one-source-out over the rows of `paths` (minutes: every source's groups are refitted without it),
+    fitted in `jobs` processes under a progress bar."""
+    from rich.progress import Progress
+
     from roofline.calibrate.row_params import fit_rows
     from roofline.calibrate.runtime_fit import leave_one_source_out, loso_table
 
     rows = [r for p in paths for r in read_published(p)]
     fitted = fit_rows(rows, st)
-    results = leave_one_source_out(fitted, st)
+    with Progress(transient=True, console=console(stderr=True)) as bar:
+        task = bar.add_task("fitting without each source", total=len({r.source for r in fitted}))
+        results = leave_one_source_out(fitted, st, advance=lambda: bar.advance(task), workers=jobs)
     data = {"files": [str(p) for p in paths], "rows": len(rows), "fitted_rows": len(fitted),
             "by_runtime": loso_table(results), "by_runtime_hardware": loso_table(results, by="hardware")}
     emit(data, as_json, lambda: render_by_source(data))
