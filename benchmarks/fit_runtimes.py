@@ -255,6 +255,14 @@ CAUSES = """## Systematic causes found in the residuals
   gpt-oss-20b row). A previous pass had found the same gain by lowering the 20-row minimum to 15 and not shipped it,
   since that number would have been chosen on the judged rows; holding the per-unit limit in a range is a rule about
   which parameters a range refits, but it was written knowing that result: selection on the judged rows.
+- **Not fitted: vLLM's attention core on the DGX Spark.** vLLM 0.26's Spark prompt rows (djangodevreng, V039-V045,
+  V065-V071) slow with the prompt more than the prediction does (Gemma-4-31B BF16 +37% at 4,096 tokens -> +73% at
+  25,000; gpt-oss-20b +39% at 4,096, +47% to +52% beyond; the shipped profile, in sample). Per prompt token the time
+  grows by 58.7 ns per token of context for Gemma 4 (its 10 global layers, 32 heads x 512, are 655k FLOP per context
+  token: 11 TFLOP/s, 5% of the card's bf16 peak) and 9.0 ns for gpt-oss-20b (12 full layers, 64 x 64: 22 TFLOP/s,
+  10%), against the 15% llama.cpp's depth sweep measured (the `soc` default). Head dimensions past FlashAttention's
+  256 and attention sinks plausibly take another backend there, but every such row is one document: held out, nothing
+  would be left to fit an attention efficiency on, so none is fitted.
 - **Tried and not kept: one launch cost per kernel for every CUDA-graph runtime.** vLLM (from 0.2.6, PR #1926,
   2023-12), SGLang, TensorRT-LLM and lmdeploy capture decode as CUDA graphs, yet on NVIDIA GPUs they keep the generic
   13.2 us per kernel fitted on 2024 llama.cpp rows (no row of theirs fits `kernel_overhead_s`). Set to 4 us (a guess,
