@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from roofline.calibrate.fit import error_summary
@@ -279,22 +279,28 @@ def leave_one_source_out(rows: list[FitRow], store: CardStore, policies: dict | 
     """(row, generic prediction, profile prediction fitted without the row's source) for every row, under
     `policies` (runtime -> policy or kind -> policy; None: each profile's stored `fit_policy`). `advance()` is
     called as each source is done; with `workers` > 1 the sources are fitted in that many forked processes (where
-    the platform forks; else one by one), the results in the same order."""
+    the platform forks; else one by one), the results in the same order. A caller forking here should have no
+    thread running (a progress bar refreshed from `advance`, not by its own thread)."""
     if policies is None:
         policies = {r.choice.profile.name: dict(r.choice.profile.fit_policy) for r in rows
                     if r.choice.profile.fit_policy}
-    sources = sorted({r.source for r in rows})
-    job = (rows, store, policies)
+    sources, job, tick = sorted({r.source for r in rows}), (rows, store, policies), advance or (lambda: None)
     if workers > 1 and len(sources) > 1 and "fork" in mp.get_all_start_methods():
         global _JOB
         _JOB = job
         try:
             with ProcessPoolExecutor(min(workers, len(sources)), mp_context=mp.get_context("fork")) as pool:
-                done = list(_advancing(pool.map(_held_out, sources), advance))
+                futures = [pool.submit(_held_out, s) for s in sources]
+                for _ in as_completed(futures):
+                    tick()
+                done = [f.result() for f in futures]
         finally:
             _JOB = None
     else:
-        done = list(_advancing((_held_out(s, job) for s in sources), advance))
+        done = []
+        for s in sources:
+            done.append(_held_out(s, job))
+            tick()
     return [(rows[i], before, after) for part in done for i, before, after in part]
 
 
@@ -308,13 +314,6 @@ def _held_out(source: str, job: tuple | None = None) -> list[tuple[int, RowPredi
     keys = {(rows[i].choice.profile.kernels_from or rows[i].choice.profile.name, rows[i].scope) for i in held}
     fits = fit_all([r for r in rows if r.source != source], store, policies, keys)
     return [(i, predict_row(rows[i].row, store), predict_fitted(rows[i], store, fits, policies)) for i in held]
-
-
-def _advancing(parts, advance: Callable[[], None] | None):
-    for part in parts:
-        if advance:
-            advance()
-        yield part
 
 
 def loso_table(results: list[tuple[FitRow, RowPrediction, RowPrediction]], by: str = "") -> list[dict]:

@@ -134,9 +134,15 @@ def _by_source(st, paths: list[Path], as_json: bool, jobs: int) -> None:
 
     rows = [r for p in paths for r in read_published(p)]
     fitted = fit_rows(rows, st)
-    with Progress(transient=True, console=console(stderr=True)) as bar:
+    with Progress(transient=True, console=console(stderr=True), auto_refresh=False) as bar:  # no thread to fork
         task = bar.add_task("fitting without each source", total=len({r.source for r in fitted}))
-        results = leave_one_source_out(fitted, st, advance=lambda: bar.advance(task), workers=jobs)
+        bar.refresh()
+
+        def advance():
+            bar.advance(task)
+            bar.refresh()
+
+        results = leave_one_source_out(fitted, st, advance=advance, workers=jobs)
     data = {"files": [str(p) for p in paths], "rows": len(rows), "fitted_rows": len(fitted),
             "by_runtime": loso_table(results), "by_runtime_hardware": loso_table(results, by="hardware")}
     emit(data, as_json, lambda: render_by_source(data))
