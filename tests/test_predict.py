@@ -324,3 +324,23 @@ def test_matrix_vector_kernels_are_not_padded_to_the_gemm_tile():
                   "--json")
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["bound"]["decode"] == "memory", run.stdout[-600:]
+
+
+def test_step_ops_memo_returns_what_a_fresh_build_does():
+    """step_ops memoises per (card object, hardware object, step, formats): a hit equals a fresh build and is a new
+    list; another card object of the same name, an edited copy and an array-valued step are not served from it."""
+    from roofline.perf import ops as ops_mod
+
+    store = CardStore()
+    card, hw = store.model("llama-3.1-8b"), store.hardware("h100-sxm")
+    step = Step("prefill", 512, 2, 128)
+    first, again = step_ops(card, hw, step, "bf16"), step_ops(card, hw, step, "bf16")
+    assert again == first == ops_mod.build_step_ops(card, hw, step, "bf16") and again is not first
+    again.append(again[0])  # a caller's edit does not reach the memo
+    assert step_ops(card, hw, step, "bf16") == first
+    arch = card.architecture
+    wider = card.model_copy(update={"architecture": arch.model_copy(update={"hidden_size": 2 * arch.hidden_size})})
+    assert step_ops(wider, hw, step, "bf16") != first
+    assert step_ops(card, hw, step, "fp8") != first
+    contexts = Step("decode", 1, 1, np.array([100.0, 2000.0]))
+    assert len(step_ops(card, hw, contexts, "bf16")) == len(ops_mod.build_step_ops(card, hw, contexts, "bf16"))

@@ -11,6 +11,7 @@ are ranges: an entry applies from its `version` up to the next entry's.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -240,6 +241,7 @@ def _valid_scope(scope: str) -> bool:
     return bool(re.fullmatch(r"[a-z]+", parts[0])) and (len(parts) == 1 or len(parts) == 2 and parts[1] in SCOPE_KINDS)
 
 
+@lru_cache(maxsize=4096)  # parsed on every prediction a profile's version ranges take part in
 def version_key(text: str) -> tuple:
     """Order versions as users write them: 'b6918' (llama.cpp build) -> (6918,), '0.10.1' -> (0, 10, 1),
     'v1.0rc2' -> (1, 0, -1, 2). Raises ValueError on text with no number."""

@@ -10,7 +10,7 @@ Units: FLOPs, bytes. Shapes in comments: T = batch * n tokens in the step.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -355,7 +355,31 @@ def layer_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -
     return ops
 
 
+STEP_OPS_MEMO_SIZE = 4096  # steps whose op lists are kept: fits and simulations time the same steps many times
+_STEP_OPS_MEMO: OrderedDict = OrderedDict()  # (id(card), id(hw), step, quant, kv_quant) -> (card, hw, ops)
+
+
 def step_ops(card: ModelCard, hw: HardwareCard, step: Step, quant: str | None = None, kv_quant: str = "bf16") -> list[Op]:
+    """The whole step's ops (`build_step_ops`), memoised: cards are frozen, and an entry holds its card and hardware
+    card, so their ids cannot be reused while it lives. A step over arrays (vectorised sweeps) is built each time.
+    Code that patches what ops are built from (tests) clears `_STEP_OPS_MEMO`."""
+    try:
+        key = (id(card), id(hw), step, quant, kv_quant)
+        hit = _STEP_OPS_MEMO.get(key)
+    except TypeError:  # unhashable: array-valued step fields
+        return build_step_ops(card, hw, step, quant, kv_quant)
+    if hit is not None and hit[0] is card and hit[1] is hw:
+        _STEP_OPS_MEMO.move_to_end(key)
+        return list(hit[2])
+    ops = build_step_ops(card, hw, step, quant, kv_quant)
+    _STEP_OPS_MEMO[key] = (card, hw, tuple(ops))
+    if len(_STEP_OPS_MEMO) > STEP_OPS_MEMO_SIZE:
+        _STEP_OPS_MEMO.popitem(last=False)
+    return ops
+
+
+def build_step_ops(card: ModelCard, hw: HardwareCard, step: Step, quant: str | None = None,
+                   kv_quant: str = "bf16") -> list[Op]:
     """The whole step: embedding gather, every layer type x its multiplicity, final norm + lm_head."""
     f = Formats(card, hw, quant, kv_quant)
     arch, h = card.architecture, card.architecture.hidden_size
