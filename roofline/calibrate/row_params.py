@@ -44,9 +44,8 @@ def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
         pred = predict_row(row, store, runtime=choice) if choice else None
         if pred is None or pred.predicted is None:
             continue
-        hw = store.hardware(pred.hw)
-        scope = f"{hw.vendor.lower()}-{hw.kind}"
         card, hw, _ = cards_of(row, store)
+        scope = f"{hw.vendor.lower()}-{hw.kind}"
         param = _param(row, scope in choice.profile.shared_gemm_kernel, card)
         fitted = param == "memory" or not (narrow_expert_gemms(row, card, hw, choice) or marlin_prompt(row, param))
         out.append(FitRow(row, choice, scope, param, pred.source, fitting_range(choice, scope, param), fitted))
