@@ -2,6 +2,8 @@
 
     PYTHONPATH=. python benchmarks/fit_runtimes.py            # fit, write runtimes/*.yaml `fitted:`, docs/runtimes.md
     PYTHONPATH=. python benchmarks/fit_runtimes.py --check    # print the tables only
+    PYTHONPATH=. python benchmarks/fit_runtimes.py --write-only  # refit under the profiles' stored `fit_policy` and
+                                                                 # rewrite `fitted:` only (no judging, docs untouched)
 
 Reads benchmarks/data/published_train.csv, published_collected.csv, published_more.csv and
 published_extra.csv (rows whose metric, cards or formats roofline
@@ -181,10 +183,28 @@ def select_policies(fitted: list, store) -> tuple[dict[str, dict], dict[str, lis
     return chosen, tables
 
 
+def stored_policies(store, runtimes) -> dict[str, dict]:
+    """Each profile's `fit_policy` as the last judged run chose it (kind -> policy, scope -> {kind -> policy})."""
+    return {rt: dict(store.runtime(rt).profile.fit_policy) or {k: "none" for k in KINDS} for rt in runtimes}
+
+
+def write_fits(fitted: list, store, chosen: dict) -> None:
+    """The shipped fit (every row) into each profile below the FITTED marker, under the policies `chosen`."""
+    fits = fit_all(fitted, store, chosen, min_sources=MIN_SHIPPED_SOURCES)
+    for path in sorted((REPO / "runtimes").glob("*.yaml")):
+        prof = store.runtime(path.stem).profile if path.stem in chosen else None
+        lent = chosen.get(prof.kernels_from) if prof and prof.kernels_from else None
+        block = fitted_block(fits, path.stem, chosen[path.stem], prof.kernels_from, lent) if prof else ""
+        write_profile(path, block)
+
+
 def main(argv: list[str]) -> None:
     store = open_store([])
     rows = [r for path in DATA for r in read_rows(path)]
     fitted = fit_rows(rows, store)
+    if "--write-only" in argv:
+        write_fits(fitted, store, stored_policies(store, sorted({r.choice.profile.name for r in fitted})))
+        return
     chosen, tables = select_policies(fitted, store)
     results = _loso(fitted, store, chosen, "the shipped mix")
     table, by_hw = loso_table(results), loso_table(results, by="hardware")
@@ -192,12 +212,7 @@ def main(argv: list[str]) -> None:
     print(text)
     if "--check" in argv:
         return
-    fits = fit_all(fitted, store, chosen, min_sources=MIN_SHIPPED_SOURCES)
-    for path in sorted((REPO / "runtimes").glob("*.yaml")):
-        prof = store.runtime(path.stem).profile if path.stem in chosen else None
-        lent = chosen.get(prof.kernels_from) if prof and prof.kernels_from else None
-        block = fitted_block(fits, path.stem, chosen[path.stem], prof.kernels_from, lent) if prof else ""
-        write_profile(path, block)
+    write_fits(fitted, store, chosen)
     (REPO / "docs").mkdir(exist_ok=True)
     (REPO / "docs/runtimes.md").write_text(text)
 

@@ -63,10 +63,11 @@ CAUSES = """## Systematic causes found in the residuals
   the Spark) enters no compute fit: its rate is Marlin's 16-bit math, not that of the FP4 kernels the format's entry
   stands for. And each kind of fitted value is now judged on its own rows: judged on every row of a metric name,
   vLLM's Spark prompt fit had fallen with the Spark's batch-1 decode rows, which its batch-10 decode rows had put
-  among the compute kind's metrics. vLLM on the Spark now ships prompt efficiencies (BF16 0.35, FP8 0.57, MXFP4 0.17
-  of the card's peaks; no bandwidth fit): held out, vLLM prefill 36.1% / 98.9% / +20.8% -> 29.8% / 98.9% / +20.8%
-  (Spark 37.3% -> 25.1%). The seeds' Spark concurrency tables, never fitted on, moved with the slower prefill
-  chunks that share decode steps: Qwen2.5-3B at 32 and 64 clients +10.3% / +15.6% -> +9.5% / +14.1%.
+  among the compute kind's metrics. Held out, vLLM prefill 36.1% / 98.9% / +20.8% -> 29.8% / 98.9% / +20.8% (Spark
+  37.3% -> 25.1%). Of the Spark prompt efficiencies only MXFP4's (0.15 of the FP4 peak, two documents) ships: BF16's
+  0.35 and FP8's 0.57 were fitted on one document (`MIN_SHIPPED_SOURCES`). The seeds' Spark concurrency tables, never
+  fitted on, had moved with the BF16 value's slower prefill chunks (Qwen2.5-3B at 32 and 64 clients +10.3% / +15.6% ->
+  +9.5% / +14.1%) and are back at +10.3% / +15.6% without it.
 - **Decode at batch 1 read compute-bound for GGUF weights.** A GEMM was padded to the tensor-core tile
   (`gemm_min_tokens`, 16 rows on GPUs) even at the few rows a matrix-vector kernel takes (`gemv_max_tokens`:
   llama.cpp's MMVQ up to 8): a Q4_K_M decode step paid 16x its FLOPs at the low int8 MMQ efficiency, and llama.cpp
@@ -185,6 +186,21 @@ CAUSES = """## Systematic causes found in the residuals
   -> 8.6%. Two documents pull opposite ways on the same model at batch 1 (Qwen3-30B-A3B: 4-bit on an RTX 5090 timed by
   `bench latency`, BF16 on one A100 timed by a serving benchmark's TPOT), so no one in-graph cost is established; a
   per-runtime value needs decode rows from a second document for each.
+- **llama.cpp on AMD and Intel GPUs** (rows G001-G050, I001-I037, `extra/llama-cpp-amd-intel.md`: Strix Halo,
+  RX 7900 XTX, AI PRO R9700, Arc A770 and B580 under ROCm, SYCL and Vulkan). Before them, llama.cpp's only AMD decode
+  rows were one document's DeepSeek-V3 on 8 MI300X, whose bandwidth fraction (0.37) shipped for every AMD GPU: an RX
+  7900 XTX and an R9700 would have read Llama 3 8B Q4_K_M decode at -43% and -54%; generic reads +8% and -6%, and the
+  `amd-gpu` bandwidth fraction now ships none (per-value `MIN_SHIPPED_SOURCES`, and held out it was worse than
+  generic). Held out: Strix Halo decode 5.2% (17 rows, 3 documents; the SoC defaults, no fitted bandwidth ships),
+  prefill 166.8% -> 67.3% (`amd-soc` Q4_0 0.23, Q8_0 0.18 of the FP16 WMMA peak; the same Llama 2 7B prompt runs
+  3-4x apart by backend: ROCm without and with hipBLASLt 322 vs 975 tok/s, G017/G019; Vulkan AMDVLK vs RADV 347 vs
+  1338, G007/G005); Arc A770 decode 72.4% -> 4.3% (6 rows, 4 documents; `intel-gpu`
+  bandwidth fraction 0.43), its prompts 1372% -> 815% (two of the four are Qwen3-30B-A3B on two A770s under Vulkan);
+  the B580 (one SYCL document, I001-I002) goes from +24% / +31% generic to -34% / -84%. The fitted values mix
+  backends: Vulkan on the A770 has no matrix cores (I023, "matrix cores: none"), so the one Intel prompt efficiency
+  (0.031 of the int8 peak) follows the A770's Vulkan prompts and reads the B580's SYCL prompt 6x slow, and the Xe2
+  B580 draws a larger share of its bus than the A770 under the one bandwidth fraction. A backend dimension (Vulkan
+  beside the native CUDA/ROCm/SYCL/Metal kernels) needs prompt rows of each backend from two documents per vendor.
 - **Rows not merged** (each file in `benchmarks/data/extra/` says why): GPUStack's burst rows (per-request serving costs
   inside the figure), first prompts after loading whose time grows with the file size (the mmap'd weights paging in),
   figures without their concurrency, and rows whose lengths are not stated.
@@ -209,9 +225,15 @@ kind's own rows, vLLM's Spark prompt fit, 37.3% -> 30.9% held out, fell with the
 large-batch decode rows had put under the compute kind's metrics.) This is model selection on the leave-one-source-out error itself: the shipped column is the best of up
 to three tries judged on the same held-out rows, so it is optimistic by the choice made (the unselected columns are
 printed so the size of that choice shows), and the top table (the shipped mix, rerun) is the number to quote.
-A hardware scope whose rows all come from one document ships no fitted value at all (`MIN_SHIPPED_SOURCES` = 2):
-held out, nothing is left to fit it on, so leave-one-source-out never judged it (one vLLM-on-Spark decode row, N001,
-had set the Spark's bandwidth fraction to 1.0 and put the seeds' vLLM concurrency tables 31-118% high). Its rows are
-still predicted above, by the generic values they fall back to when held out.
+A fitted value whose rows all come from one document does not ship (`MIN_SHIPPED_SOURCES` = 2, counted per
+parameter on each runtime, hardware scope and version range): held out, nothing is left to fit it on, so
+leave-one-source-out never judged it. One vLLM-on-Spark decode row, N001, had set the Spark's bandwidth fraction to
+1.0 and put the seeds' vLLM concurrency tables 31-118% high; counted per scope rather than per value, the rule still
+shipped llama.cpp's AMD bandwidth fraction 0.37 from one document's three DeepSeek-V3 decode rows on 8 MI300X (L006-L008:
+every AMD GPU then decoded at about a third of its bus, an RX 7900 XTX Llama-2-7B Q4_0 at 67 tok/s), its AMD Q5_K_M
+prompt efficiency from one MI100 PR, its NVIDIA MXFP4 and Q8_0 prompt efficiencies from one row each (N040, C100), the
+Q4_K_M efficiency of the 2024 cuBLAS range from one document, and vLLM's Spark BF16 and FP8 prompt efficiencies from
+one document (djangodevreng). Those rows are still predicted above, by the values they fall back to when held out, so
+the tables do not move with the rule; what ships for unseen rows does.
 Leave-one-source-out median |error| per policy, all runtimes under one policy at a time:
 """

@@ -173,6 +173,24 @@ def test_a_format_or_device_the_runtime_cannot_run_is_one_line(args, match):
     assert run.returncode == 2 and match in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("runtime", ["llama.cpp", "ollama"])
+def test_every_gguf_type_and_recipe_runs_on_the_gguf_runtimes(runtime):
+    """A GGUF file of any block type or llama-quantize recipe (IQ4_XS, Q3_K_S, Q4_K_S ...) runs on llama.cpp and
+    Ollama: no "cannot run" refusal for a format their kernels load; a Q4_K_S file weighs between Q4_0 and Q4_K_M."""
+    from roofline.cards.formats import WEIGHT_FORMATS
+
+    prof = CardStore().runtime(runtime).profile
+    gguf = [f.name for f in WEIGHT_FORMATS if "GGUF" in f.layout and not f.name.startswith("tq")]
+    assert set(gguf) <= set(prof.weight_formats), sorted(set(gguf) - set(prof.weight_formats))
+    run = run_cli("predict", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--runtime", runtime, "--quant", "Q4_K_S",
+                  "--json")
+    assert run.returncode == 0, run.stderr
+    sizes = {q: json.loads(run_cli("predict", "-m", "llama-3.1-8b", "--hw", "arc-a770", "--quant", q, "--json").stdout)
+             for q in ("q4_0", "q4_k_s", "q4_k_m")}
+    weights = [sizes[q]["weights_bytes"] for q in ("q4_0", "q4_k_s", "q4_k_m")]
+    assert weights[0] < weights[1] < weights[2]
+
+
 COMMANDS = [
     ("predict", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "q4_k_m"),
     ("sweep", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "q4_k_m", "--concurrency", "1,2"),
@@ -417,6 +435,24 @@ def test_a_scope_fitted_from_one_document_ships_nothing():
     assert ("llama.cpp", "nvidia-gpu") in fit_all(two, st, min_sources=MIN_SHIPPED_SOURCES)
 
 
+def test_a_value_informed_by_one_document_ships_nothing_beside_values_from_two():
+    """MIN_SHIPPED_SOURCES per fitted value: a prompt efficiency set by one document's rows is left out of the shipped
+    fit while the bandwidth fraction two documents set ships (llama.cpp's AMD fit had put one DeepSeek-V3 document's
+    bandwidth fraction, 0.37, on every AMD GPU)."""
+    from roofline.calibrate.runtime_fit import MIN_SHIPPED_SOURCES, fit_all, informed
+
+    rows = [_fit_row("H035"), _fit_row("C099"), _fit_row("L009")]  # decode from two documents; a Q5_K_M prompt
+    assert [r.param for r in rows] == ["memory", "memory", "format:q5_k_m"]
+    assert [r.row["id"] for r in informed(rows, 2)] == ["H035", "C099"]
+    st = CardStore()
+    loose = fit_all(rows, st, min_sources=1)[("llama.cpp", "nvidia-gpu")].values
+    shipped = fit_all(rows, st, min_sources=MIN_SHIPPED_SOURCES)[("llama.cpp", "nvidia-gpu")]
+    assert "format:q5_k_m" in loose and "memory" in loose
+    assert "format:q5_k_m" not in shipped.values and "memory" in shipped.values and "L009" not in shipped.rows
+    ranges = {k: g for k, g in fit_all(rows, st, min_sources=MIN_SHIPPED_SOURCES).items() if "@" in k[1]}
+    assert all("format:q5_k_m" not in g.values for g in ranges.values())
+
+
 def test_leave_one_source_out_in_workers_matches_one_process():
     """Forked workers fit the held-out sources (validate --by-source --jobs, fit_runtimes.py): the same predictions
     in the same order as one process, and one progress call per source either way."""
@@ -437,6 +473,21 @@ def test_leave_one_source_out_in_workers_matches_one_process():
     assert sorted(r.row["id"] for r, _, _ in one) == sorted(r.row["id"] for r in rows)
     assert calls == {1: len(sources), 2: len(sources)}
     assert any(a.predicted != b.predicted for _, b, a in one)  # held out, the others' fit moved some prediction
+
+
+def test_fits_made_in_workers_come_back_to_the_parent():
+    """A later leave-one-source-out pass (fit_runtimes.py judges several policies) forks with the fits the workers of
+    an earlier pass made: the parent's cache holds every held-out fit, and rerun from it the predictions are equal."""
+    from roofline.calibrate import runtime_fit
+
+    rows = [_fit_row(i) for i in ("H035", "H044", "C099", "L009")]
+    st = CardStore()
+    runtime_fit._CACHE.clear()
+    first = runtime_fit.leave_one_source_out(rows, st, workers=2)
+    held_out_fits = {key[0] for key in runtime_fit._CACHE}
+    assert len(held_out_fits) == len({r.source for r in rows})  # one row set per held-out source, made in workers
+    again = runtime_fit.leave_one_source_out(rows, st, workers=2)
+    assert [a.predicted for _, _, a in first] == [a.predicted for _, _, a in again]
 
 
 def test_validate_by_source_cli_rejects_a_bad_job_count(tmp_path):

@@ -55,8 +55,9 @@ ERROR_CAP = 1.0  # |log error| beyond e (2.7x) counts as e
 
 MIN_RANGE_ROWS = 3  # a version range is fitted on its own only with this many rows ...
 MIN_RANGE_SOURCES = 2  # ... from at least this many source documents; else it keeps the runtime-wide fit
-# A hardware scope ships a fitted value only when its rows come from this many documents: with one, leave-one-source-
-# out never judged a fit of that scope (held out, nothing is left to fit it on), so its figures would be unjudged
+# A fitted value ships only when the rows informing it (its parameter on its runtime, hardware scope and version range)
+# come from this many documents: with one, leave-one-source-out never judged it (held out, nothing is left to fit it
+# on), so its figures would be unjudged
 MIN_SHIPPED_SOURCES = 2
 POLICIES = ("versions", "runtime", "none")  # most specific first; benchmarks/fit_runtimes.py picks one per runtime
 
@@ -151,11 +152,24 @@ def free_params(rows: list[FitRow], held: tuple[str, ...] = ()) -> list[str]:
     return params + extra if extra and memory_rows >= ROWS_PER_EXTRA * len(extra) else params
 
 
-def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStore, policy: str) -> list[GroupFit]:
+def informed(rows: list[FitRow], min_sources: int) -> list[FitRow]:
+    """The rows whose parameter is informed by at least `min_sources` documents among `rows` (one group or range)."""
+    docs: dict[str, set[str]] = {}
+    for r in rows:
+        docs.setdefault(r.param, set()).add(r.source)
+    return [r for r in rows if len(docs[r.param]) >= min_sources]
+
+
+def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStore, policy: str,
+                min_sources: int = 1) -> list[GroupFit]:
     """One runtime on one hardware scope: the runtime-wide fit, and under policy "versions" one entry per version
     range of the parameters whose kernels changed. A range fits on its own rows when it has MIN_RANGE_ROWS from
     MIN_RANGE_SOURCES documents (the others held at the runtime-wide values); otherwise it keeps the runtime-wide
-    values, written out so that an older range's entry never leaks into it."""
+    values, written out so that an older range's entry never leaks into it. A parameter whose rows (in the group, or
+    in a range) come from fewer than `min_sources` documents is not fitted there (`informed`)."""
+    members = informed(members, min_sources)
+    if not members:
+        return []
     parent = GroupFit(runtime, scope, fit_group(members, store), [m.row["id"] for m in members],
                       sorted({m.source for m in members}))
     fits = [parent]
@@ -164,13 +178,16 @@ def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStor
         return fits
     params = free_params(split)
     for rng in sorted({m.range for m in split}, key=version_key):
-        sub = [m for m in split if m.range == rng]
+        in_range = [m for m in split if m.range == rng]
+        sub = informed(in_range, min_sources)
         sources = sorted({m.source for m in sub})
         own = len(sub) >= MIN_RANGE_ROWS and len(sources) >= MIN_RANGE_SOURCES
         values = fit_group(sub, store, fixed=parent.values, held=KERNEL_PARAMS) if own else {}
         entry = {**{p: parent.values[p] for p in params if p in parent.values}, **values}
-        note = "" if own else (f"the runtime-wide fit: this range has {len(sub)} rows from {len(sources)} documents, "
-                               f"fewer than {MIN_RANGE_ROWS} from {MIN_RANGE_SOURCES}")
+        dropped = f" ({len(in_range) - len(sub)} on values fewer than {min_sources} documents inform)" if len(sub) < len(in_range) else ""
+        note = "" if own else (f"the runtime-wide fit: this range has {len(in_range)} rows{dropped} from "
+                               f"{len({m.source for m in in_range})} documents, fewer than {MIN_RANGE_ROWS} from "
+                               f"{MIN_RANGE_SOURCES}")
         fits.append(GroupFit(runtime, f"{scope}@{rng}", entry, [m.row["id"] for m in (sub if own else members)],
                              sources if own else parent.sources, note))
     return fits
@@ -208,7 +225,7 @@ def fit_all(rows: list[FitRow], store: CardStore, policies: dict | None = None,
             only: set[tuple[str, str]] | None = None, min_sources: int = 1) -> dict[tuple, GroupFit]:
     """Fit every (runtime, scope) group present in `rows` (or only those in `only`) under the most specific policy
     any kind of its runtime has (`policy_of`): keys (runtime, scope) and, per version range, (runtime,
-    scope@version). Runtimes that run another's kernels (`kernels_from`) are not fitted here, nor groups whose rows
+    scope@version). Runtimes that run another's kernels (`kernels_from`) are not fitted here, nor parameters whose rows
     come from fewer than `min_sources` documents; rows marked unfitted (`FitRow.fitted`) never enter a fit."""
     groups: dict[tuple, list[FitRow]] = {}
     for r in (r for r in rows if r.fitted):
@@ -217,10 +234,9 @@ def fit_all(rows: list[FitRow], store: CardStore, policies: dict | None = None,
     for (runtime, scope), members in sorted(groups.items()):
         kinds = {policy_of(members[0].choice, policies, k, scope) for k in KINDS}
         policy = next((p for p in POLICIES if p in kinds), "none")
-        if (only is not None and (runtime, scope) not in only) or policy == "none" or "kernels_from" in kinds \
-                or len({m.source for m in members}) < min_sources:
+        if (only is not None and (runtime, scope) not in only) or policy == "none" or "kernels_from" in kinds:
             continue
-        for g in _group_fits(runtime, scope, members, store, policy):
+        for g in _group_fits(runtime, scope, members, store, policy, min_sources):
             fits[(runtime, g.scope)] = g
     return fits
 
@@ -290,10 +306,14 @@ def leave_one_source_out(rows: list[FitRow], store: CardStore, policies: dict | 
         _JOB = job
         try:
             with ProcessPoolExecutor(min(workers, len(sources)), mp_context=mp.get_context("fork")) as pool:
-                futures = [pool.submit(_held_out, s) for s in sources]
+                futures = [pool.submit(_held_out_in_worker, s) for s in sources]
                 for _ in as_completed(futures):
                     tick()
-                done = [f.result() for f in futures]
+                done = []
+                for f in futures:
+                    part, fitted = f.result()
+                    done.append(part)
+                    _CACHE.update(fitted)  # later passes fork with these fits (fit_runtimes.py judges 5 policies)
         finally:
             _JOB = None
     else:
@@ -314,6 +334,13 @@ def _held_out(source: str, job: tuple | None = None) -> list[tuple[int, RowPredi
     keys = {(rows[i].choice.profile.kernels_from or rows[i].choice.profile.name, rows[i].scope) for i in held}
     fits = fit_all([r for r in rows if r.source != source], store, policies, keys)
     return [(i, predict_row(rows[i].row, store), predict_fitted(rows[i], store, fits, policies)) for i in held]
+
+
+def _held_out_in_worker(source: str) -> tuple[list, dict]:
+    """`_held_out` in a forked worker, with the group fits it made (for the parent's `_CACHE`)."""
+    known = len(_CACHE)
+    part = _held_out(source)
+    return part, dict(list(_CACHE.items())[known:])  # dicts keep insertion order: the entries this call added
 
 
 def loso_table(results: list[tuple[FitRow, RowPrediction, RowPrediction]], by: str = "") -> list[dict]:

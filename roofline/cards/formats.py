@@ -55,6 +55,10 @@ WEIGHT_FORMATS: tuple[Format, ...] = (
     Format("q4_k_m", 4.8944, "GGUF mixed recipe, mostly Q4_K, attn_v/ffn_down higher (model-level bpw)",
            "llama.cpp tools/quantize/README.md, Llama-3.1-8B table", ("int8", "fp16", "fp32"),
            quantizes_embeddings=True),
+    *(Format(name, bpw, f"GGUF mixed recipe, mostly {base} (model-level bpw on Llama-3.1-8B)",
+             "llama.cpp tools/quantize/README.md, Llama-3.1-8B table", ("int8", "fp16", "fp32"), quantizes_embeddings=True)
+      for name, bpw, base in (("q5_k_s", 5.5704, "Q5_K"), ("q4_k_s", 4.6672, "Q4_K"), ("q3_k_l", 4.2979, "Q3_K"),
+                              ("q3_k_s", 3.6429, "Q3_K"), ("q2_k_s", 2.9697, "Q2_K"))),
     Format("q4_0", 4.5, "GGUF block of 32: fp16 d + 16 B of nibbles = 18 B", "ggml-common.h block_q4_0 (18*8/32)",
            ("int8", "fp16", "fp32"), quantizes_embeddings=True),
     Format("mxfp4", 4.25, "E2M1, block 32, one E8M0 scale per block", "OCP Microscaling Formats (MX) v1.0: block 32, E8M0 scale (4 + 8/32)",
