@@ -64,10 +64,12 @@ CAUSES = """## Systematic causes found in the residuals
   stands for. And each kind of fitted value is now judged on its own rows: judged on every row of a metric name,
   vLLM's Spark prompt fit had fallen with the Spark's batch-1 decode rows, which its batch-10 decode rows had put
   among the compute kind's metrics. Held out, vLLM prefill 36.1% / 98.9% / +20.8% -> 29.8% / 98.9% / +20.8% (Spark
-  37.3% -> 25.1%). Of the Spark prompt efficiencies only MXFP4's (0.15 of the FP4 peak, two documents) ships: BF16's
-  0.35 and FP8's 0.57 were fitted on one document (`MIN_SHIPPED_SOURCES`). The seeds' Spark concurrency tables, never
-  fitted on, had moved with the BF16 value's slower prefill chunks (Qwen2.5-3B at 32 and 64 clients +10.3% / +15.6% ->
-  +9.5% / +14.1%) and are back at +10.3% / +15.6% without it.
+  37.3% -> 25.1%), and the Spark prompt efficiencies shipped (BF16 0.35, FP8 0.57, MXFP4 0.17). No longer: BF16's and
+  FP8's were fitted on one document (`MIN_SHIPPED_SOURCES`), and with vLLM's own DGX Spark post among the rows (four
+  TTFT rows of Nemotron-3-Super NVFP4, U013-U020) the compute kind on the Spark is worse than generic held out (TTFT
+  15.0% generic), so the rule ships none there and vLLM prefill is back at 36.1%. The seeds' Spark concurrency
+  tables, never fitted on, had moved with the BF16 value's slower prefill chunks (Qwen2.5-3B at 32 and 64 clients
+  +10.3% / +15.6% -> +9.5% / +14.1%) and are back at +10.3% / +15.6%.
 - **Decode at batch 1 read compute-bound for GGUF weights.** A GEMM was padded to the tensor-core tile
   (`gemm_min_tokens`, 16 rows on GPUs) even at the few rows a matrix-vector kernel takes (`gemv_max_tokens`:
   llama.cpp's MMVQ up to 8): a Q4_K_M decode step paid 16x its FLOPs at the low int8 MMQ efficiency, and llama.cpp
@@ -201,6 +203,15 @@ CAUSES = """## Systematic causes found in the residuals
   (0.031 of the int8 peak) follows the A770's Vulkan prompts and reads the B580's SYCL prompt 6x slow, and the Xe2
   B580 draws a larger share of its bus than the A770 under the one bandwidth fraction. A backend dimension (Vulkan
   beside the native CUDA/ROCm/SYCL/Metal kernels) needs prompt rows of each backend from two documents per vendor.
+- **More vLLM, MLX-LM and Ollama documents** (rows U001-U022, Y001-Y026, `extra/vllm-mlx-ollama-2026.md`). MLX
+  decode, 14 -> 21 rows from 8 documents: 14.0% / 75.1% / -0.7% -> 8.2% / 35.5% / +1.1% held out (generic 23.8%); the
+  newer qmv range refits to memory 0.906, 6.4 us per kernel, compute 0.641 (was 0.893, 6.6 us, 0.653); M4 Max decode
+  37.1% generic -> 10.1%, but the M1 Max's two rows 54.4% -> 69.0% and the M2 Ultra's three 15.4% -> 20.8%. MLX
+  prefill 13.1% -> 16.5% (an M2 Max prompt of a conversion its issue calls slow, Y010, reads +156%). Ollama decode,
+  45 -> 54 rows: 21.2% / 80.5% / +16.7% -> 19.4% / 41.0% / +13.2%; Ollama 0.9.0 on an M4 Max decodes 19% faster than
+  the Apple defaults predict (nine rows, one document), the opposite of its NVIDIA rows. vLLM: batch latency 25.6% ->
+  18.5% (an H100's Llama 3.1 8B, BF16 and RTN weights on Marlin, 7.4%); decode 10.8% -> 11.3%, the Spark's
+  Nemotron-3-Super NVFP4 decoding at 98% of its bandwidth ceiling (-21% to -25%); TTFT 18.2% over 25 rows.
 - **Rows not merged** (each file in `benchmarks/data/extra/` says why): GPUStack's burst rows (per-request serving costs
   inside the figure), first prompts after loading whose time grows with the file size (the mmap'd weights paging in),
   figures without their concurrency, and rows whose lengths are not stated.

@@ -159,6 +159,13 @@ def test_a_row_run_on_marlin_kernels_is_predicted_with_16_bit_math():
     fp4, w4a16 = (predict_row(r, st, runtime=runtime_of(r, st)).predicted for r in (row, marlin))
     assert w4a16 < 0.7 * fp4
     assert predict_row(marlin, st).predicted == pytest.approx(predict_row(row, st).predicted)
+    # 8-bit weights on Marlin (W8A16, vLLM's RTN and gptq_marlin) run 16-bit math too, not W8A8's int8 kernels: a
+    # compute-bound prompt then runs at the BF16 weights' rate
+    int8 = {**row, "hw_card": "h100-sxm", "weight_quant": "INT8", "engine": "vLLM 0.10.0"}
+    w8a8, w8a16, bf16 = (predict_row(r, st, runtime=runtime_of(r, st)).predicted
+                         for r in (int8, {**int8, "engine": "vLLM 0.10.0 (Marlin kernels)"},
+                                   {**int8, "weight_quant": "BF16"}))
+    assert w8a16 == pytest.approx(bf16, rel=0.05) and abs(w8a8 / w8a16 - 1) > 0.1
 
 
 @pytest.mark.parametrize("notes,batch,why", [("Poisson, QPS=16, 500 requests", "1", "16 req/s"),

@@ -51,8 +51,9 @@ def max_load_batch(row: dict, runtime: RuntimeChoice | None) -> int:
 
 
 # Marlin (vLLM/SGLang `--*-backend marlin`, `gptq_marlin`) is a mixed-precision kernel: 4-bit weights dequantised
-# in registers into 16-bit tensor-core math (W4A16; github.com/IST-DASLab/marlin README), whatever FP4 units the card has
-MARLIN_KERNEL_DTYPES = {fmt: ("bf16", "fp16", "fp32") for fmt in ("nvfp4", "mxfp4", "int4")}
+# in registers into 16-bit tensor-core math (W4A16; github.com/IST-DASLab/marlin README), whatever FP4 units the card has;
+# vLLM's gptq_marlin also runs 8-bit weights the same way (W8A16: vLLM quantization/utils/marlin_utils.py, 4 and 8 bits)
+MARLIN_KERNEL_DTYPES = {fmt: ("bf16", "fp16", "fp32") for fmt in ("nvfp4", "mxfp4", "int4", "int8")}
 
 
 def row_flags(row: dict, eff: Efficiency) -> Efficiency:
