@@ -184,7 +184,8 @@ def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStor
         own = len(sub) >= MIN_RANGE_ROWS and len(sources) >= MIN_RANGE_SOURCES
         values = fit_group(sub, store, fixed=parent.values, held=KERNEL_PARAMS) if own else {}
         entry = {**{p: parent.values[p] for p in params if p in parent.values}, **values}
-        dropped = f" ({len(in_range) - len(sub)} on values fewer than {min_sources} documents inform)" if len(sub) < len(in_range) else ""
+        left_out = len(in_range) - len(sub)
+        dropped = f" ({left_out} on values fewer than {min_sources} documents inform)" if left_out else ""
         note = "" if own else (f"the runtime-wide fit: this range has {len(in_range)} rows{dropped} from "
                                f"{len({m.source for m in in_range})} documents, fewer than {MIN_RANGE_ROWS} from "
                                f"{MIN_RANGE_SOURCES}")
