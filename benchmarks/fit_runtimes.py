@@ -137,6 +137,12 @@ def _worse_than_generic(table: list[dict], runtime: str, scope: str = "") -> lis
             and g["after"]["median_ape_pct"] > g["before"]["median_ape_pct"]]
 
 
+def _first_not_worse(tables: dict[str, list], runtime: str, scope: str) -> str:
+    """The most specific policy whose table (by scope, one kind's rows) has no metric of `runtime` on `scope` worse
+    than generic's held out; "none" if every one has."""
+    return next((p for p in POLICIES if not _worse_than_generic(tables[p], runtime, scope)), "none")
+
+
 def _of_kind(results: list, kind: str) -> list:
     """The held-out predictions of the rows that inform `kind` (memory: latency-bound decode; compute_by_format:
     prompts, TTFT and large batches): a kind is judged on its own rows, not on every row sharing a metric name."""
@@ -159,20 +165,31 @@ def select_policies(fitted: list, store) -> tuple[dict[str, dict], dict[str, lis
     """Model selection on leave-one-source-out error: per runtime, hardware scope and kind of fitted value (judged on
     the rows informing it: memory on latency-bound decode rows, compute_by_format on prefill, TTFT and large-batch
     rows), the most specific policy ("versions" > "runtime" > "none") under which none of that kind's metrics on that
-    scope has a held-out median |error| worse than generic's. Runtimes running another's kernels (`kernels_from`) are
-    judged after it, its choice fixed, per kind. Returns the choice (runtime -> kind -> policy, scope -> {kind ->
-    policy}) and, per policy tried, the LOSO table (for the docs)."""
+    scope has a held-out median |error| worse than generic's. The bandwidth kind is chosen first, every kind under
+    one policy; the compute kind is then judged with each scope's bandwidth kind at its choice, as they ship together.
+    Runtimes running another's kernels (`kernels_from`) are judged after it, its choice fixed, per kind. Returns the
+    choice (runtime -> kind -> policy, scope -> {kind -> policy}) and, per policy tried, the LOSO table (docs)."""
     runtimes = sorted({r.choice.profile.name for r in fitted})
     borrowers = sorted({r.choice.profile.name for r in fitted if r.choice.profile.kernels_from})
+    own = [rt for rt in runtimes if rt not in borrowers]
+    scopes = {rt: sorted({r.scope for r in fitted if r.choice.profile.name == rt}) for rt in own}
     results = {p: _loso(fitted, store, {rt: p for rt in runtimes}, f"policy {p}") for p in POLICIES}
     tables = {p: loso_table(res) for p, res in results.items()}
-    by_scope = {p: {k: loso_table(_of_kind(res, k), by="scope") for k in KINDS} for p, res in results.items()}
+    memory = {p: loso_table(_of_kind(res, "memory"), by="scope") for p, res in results.items()}
     chosen: dict[str, dict] = {}
-    for rt in (rt for rt in runtimes if rt not in borrowers):
+    for rt in own:
         chosen[rt] = {k: "none" for k in KINDS}  # scopes without rows keep the priors
-        for scope in sorted({r.scope for r in fitted if r.choice.profile.name == rt}):
-            chosen[rt][scope] = {k: next((p for p in POLICIES if not _worse_than_generic(by_scope[p][k], rt, scope)),
-                                         "none") for k in KINDS}
+        for scope in scopes[rt]:
+            chosen[rt][scope] = {"memory": _first_not_worse(memory, rt, scope)}
+    compute = {}
+    for p in POLICIES:
+        given = {rt: {**chosen[rt], **{sc: {**chosen[rt][sc], "compute_by_format": p} for sc in scopes[rt]}}
+                 for rt in own}
+        res = _loso(fitted, store, given, f"compute policy {p}, bandwidth as chosen")
+        compute[p] = loso_table(_of_kind(res, "compute_by_format"), by="scope")
+    for rt in own:
+        for scope in scopes[rt]:
+            chosen[rt][scope]["compute_by_format"] = _first_not_worse(compute, rt, scope)
     lenders = {r.choice.profile.kernels_from for r in fitted if r.choice.profile.kernels_from}
     both = [r for r in fitted if r.choice.profile.name in set(borrowers) | lenders]
     lent = _loso(both, store, {**chosen, **{b: "kernels_from" for b in borrowers}}, "kernels_from")

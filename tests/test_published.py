@@ -159,6 +159,12 @@ def test_a_row_run_on_marlin_kernels_is_predicted_with_16_bit_math():
     fp4, w4a16 = (predict_row(r, st, runtime=runtime_of(r, st)).predicted for r in (row, marlin))
     assert w4a16 < 0.7 * fp4
     assert predict_row(marlin, st).predicted == pytest.approx(predict_row(row, st).predicted)
+    # an NVFP4 prompt efficiency fitted on FP4-kernel rows prices the FP4 row, not the Marlin one
+    from roofline.calibrate.runtime_fit import _with
+    slow = {"format:nvfp4": 0.01}
+    assert predict_row(marlin, st, runtime=_with(runtime_of(marlin, st), "nvidia-soc", slow)).predicted \
+        == pytest.approx(w4a16)
+    assert predict_row(row, st, runtime=_with(runtime_of(row, st), "nvidia-soc", slow)).predicted < 0.5 * fp4
     # 8-bit weights on Marlin (W8A16, vLLM's RTN and gptq_marlin) run 16-bit math too, not W8A8's int8 kernels: a
     # compute-bound prompt then runs at the BF16 weights' rate
     int8 = {**row, "hw_card": "h100-sxm", "weight_quant": "INT8", "engine": "vLLM 0.10.0"}
