@@ -182,6 +182,7 @@ def test_every_gguf_type_and_recipe_runs_on_the_gguf_runtimes(runtime):
     prof = CardStore().runtime(runtime).profile
     gguf = [f.name for f in WEIGHT_FORMATS if "GGUF" in f.layout and not f.name.startswith("tq")]
     assert set(gguf) <= set(prof.weight_formats), sorted(set(gguf) - set(prof.weight_formats))
+    assert len(prof.weight_formats) == len(set(prof.weight_formats))  # `gguf` expands once, beside named formats
     run = run_cli("predict", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--runtime", runtime, "--quant", "Q4_K_S",
                   "--json")
     assert run.returncode == 0, run.stderr

@@ -90,6 +90,10 @@ WEIGHT_FORMATS += tuple(
     for name, block, block_bytes in _GGML_BLOCKS
 )
 
+# Every GGUF type a llama.cpp-kernel runtime loads, named `gguf` in a runtime profile's `weight_formats`: the block
+# types and llama-quantize recipes above, less the ternary TQ1_0/TQ2_0 (not on every GPU backend)
+GGUF_FORMATS = tuple(f.name for f in WEIGHT_FORMATS if f.layout.startswith("GGUF") and not f.name.startswith("tq"))
+
 KV_FORMATS: tuple[Format, ...] = (
     Format("fp32", 32.0, "float32", "IEEE 754", aliases=("f32",)),
     Format("bf16", 16.0, "bfloat16 (vLLM/TensorRT-LLM default for bf16 models)", "vLLM kv_cache_dtype 'auto' = the model dtype", aliases=("bfloat16",)),

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from roofline.cards.formats import MATH_DTYPES, card_format
+from roofline.cards.formats import GGUF_FORMATS, MATH_DTYPES, card_format
 from roofline.cards.schema import Strict, card_name
 
 Fraction = float  # (0, 1], checked by EfficiencyOverrides
@@ -170,7 +170,8 @@ class RuntimeProfile(Strict):
     @field_validator("weight_formats")
     @classmethod
     def _weight_formats(cls, v: list[str]) -> list[str]:
-        return [card_format(f).name for f in v]
+        names = [n for f in v for n in (GGUF_FORMATS if f.strip().lower() == "gguf" else (card_format(f).name,))]
+        return list(dict.fromkeys(names))
 
     @field_validator("kv_formats")
     @classmethod
