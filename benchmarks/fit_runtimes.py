@@ -14,6 +14,7 @@ leave-one-source-out (roofline/calibrate/runtime_fit.py), written to docs/runtim
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -55,6 +56,9 @@ def _entry(values: dict) -> dict:
     formats = {k.split(":", 1)[1]: round(v, 4) for k, v in values.items() if k.startswith("format:")}
     if formats:
         entry["compute_by_format"] = formats
+    quantized = {k.split(":", 1)[1]: round(v, 4) for k, v in values.items() if k.startswith("quantized:")}
+    if quantized:
+        entry["compute_quantized"] = quantized
     return entry
 
 
@@ -216,10 +220,16 @@ def write_fits(fitted: list, store, chosen: dict) -> None:
 
 
 def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--check", action="store_true", help="print the tables only; write nothing (about 18 min)")
+    what.add_argument("--write-only", action="store_true",
+                      help="refit under the profiles' stored fit_policy and rewrite `fitted:` only (about 1 min)")
+    args = parser.parse_args(argv)
     store = open_store([])
     rows = [r for path in DATA for r in read_rows(path)]
     fitted = fit_rows(rows, store)
-    if "--write-only" in argv:
+    if args.write_only:
         write_fits(fitted, store, stored_policies(store, sorted({r.choice.profile.name for r in fitted})))
         return
     chosen, tables = select_policies(fitted, store)
@@ -227,7 +237,7 @@ def main(argv: list[str]) -> None:
     table, by_hw = loso_table(results), loso_table(results, by="hardware")
     text = markdown(table, by_hw, len(rows), len(fitted), chosen, tables)
     print(text)
-    if "--check" in argv:
+    if args.check:
         return
     write_fits(fitted, store, chosen)
     (REPO / "docs").mkdir(exist_ok=True)

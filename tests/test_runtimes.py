@@ -4,6 +4,7 @@ every command, the engine-text mapping and the memory policy of `fits`."""
 import json
 import math
 from dataclasses import fields, replace
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,9 @@ def _bad_profile(tmp_path: Path, change) -> Path:
     (lambda d: d.update(fit_policy={"memory": {"nvidia-gpu": "versions"}}), "fit_policy"),
     (lambda d: d.update(efficiency={"nvidia": {"kernel_dtypes": {"mxfp4": ["int3"]}}}), "kernel_dtypes"),
     (lambda d: d.update(efficiency={"nvidia": {"kernel_dtypes": {"mxfp4": []}}}), "kernel_dtypes"),
+    (lambda d: d.update(efficiency={"nvidia": {"compute_quantized": {"int3": 0.2}}}), "compute_quantized.int3"),
+    (lambda d: d.update(quantized_kernel_family=True), "quantized_kernel_family"),
+    (lambda d: d.update(efficiency={"nvidia": {"compute_quantized": {"int8": 1.5}}}), "compute_quantized.int8"),
 ])
 def test_bad_profiles_are_one_line_exit_2(tmp_path, change, match):
     cards = _bad_profile(tmp_path, change)
@@ -131,8 +135,8 @@ def test_every_profile_number_has_a_source(path):
 
 def test_schema_fields_match_efficiency():
     # activation_cost is measured per device by calibrate (its calibration section), not a profile's figure
-    names = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "kernel_dtypes",
-                                                    "activation_cost"}
+    names = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "compute_quantized",
+                                                    "kernel_dtypes", "activation_cost"}
     assert set(FRACTION_FIELDS) | set(NUMBER_FIELDS) == names
 
 
@@ -728,6 +732,7 @@ def test_a_version_range_keeps_the_launch_cost_it_fits_on_its_own_rows(monkeypat
     class Row:
         def __init__(self, i, rng):
             self.row, self.param, self.range, self.source = {"id": f"r{i}"}, "memory", rng, f"doc{i % 2}"
+            self.choice = SimpleNamespace(profile=SimpleNamespace(quantized_kernel_family=False))
 
     later = [Row(i, "b3216") for i in range(rf.ROWS_PER_EXTRA + 2)]
     members = later + [Row(100 + i, None) for i in range(13)]

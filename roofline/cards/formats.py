@@ -117,6 +117,7 @@ def _index(formats: tuple[Format, ...]) -> dict[str, Format]:
 
 
 _WEIGHT_INDEX = _index(WEIGHT_FORMATS)
+QUANTIZED_FORMATS = frozenset(f.name for f in WEIGHT_FORMATS if f.bits_per_value < 16)  # below 16-bit floats
 _KV_INDEX = _index(KV_FORMATS)
 
 

@@ -61,6 +61,8 @@ class EfficiencyOverrides(Strict):
     prefill_chunk_tokens: float | None = Field(None, ge=0)  # prompt tokens per prefill step (-ub, num_batch); 0 = all
     # large-GEMM efficiency of one weight format's kernels, beside its math dtype's (llama.cpp MMQ per k-quant)
     compute_by_format: dict[str, float] = {}
+    # math dtype -> large-GEMM efficiency of the quantized formats without an entry above (Efficiency.compute_quantized)
+    compute_quantized: dict[str, float] = {}
     # weight format -> the math dtypes this runtime's kernels run it in, first the card has a peak for (llama.cpp
     # runs MXFP4 through its int8 MMQ like a k-quant, where the format's own chain says fp4)
     kernel_dtypes: dict[str, list[str]] = {}
@@ -75,6 +77,10 @@ class EfficiencyOverrides(Strict):
             card_format(fmt)  # an unknown format name fails here
             if not 0 < value <= 1:
                 raise ValueError(f"compute_by_format.{fmt}: {value} is not a fraction of the peak in (0, 1]")
+        for dtype, value in self.compute_quantized.items():
+            if dtype not in MATH_DTYPES or not 0 < value <= 1:
+                raise ValueError(f"compute_quantized.{dtype}: give a math dtype among {', '.join(MATH_DTYPES)} and a "
+                                 "fraction of its peak in (0, 1]")
         for fmt, dtypes in self.kernel_dtypes.items():
             card_format(fmt)
             bad = [d for d in dtypes if d not in MATH_DTYPES]
@@ -84,8 +90,8 @@ class EfficiencyOverrides(Strict):
         return self
 
     def values(self) -> dict:
-        """The fields this scope sets (compute_by_format and kernel_dtypes merged by the caller)."""
-        return {k: v for k, v in self.model_dump(exclude={"compute_by_format", "kernel_dtypes"}).items()
+        """The fields this scope sets (compute_by_format, compute_quantized and kernel_dtypes merged by the caller)."""
+        return {k: v for k, v in self.model_dump(exclude={"compute_by_format", "compute_quantized", "kernel_dtypes"}).items()
                 if v is not None}
 
 
@@ -156,6 +162,10 @@ class RuntimeProfile(Strict):
     # into the same tile: llama.cpp's Metal kernel_mul_mm), so one large-GEMM efficiency (`compute`) is fitted for
     # them all instead of one per format; needs a source
     shared_gemm_kernel: list[str] = []
+    # every quantized weight format runs one family of kernels (llama.cpp: ggml's dequantizing matmuls per block
+    # type), so a format the published rows do not inform takes the mean of its fitted siblings in the same math
+    # dtype (Efficiency.compute_quantized) rather than the hardware kind's prior; needs a source
+    quantized_kernel_family: bool = False
     # one hardware card (by name) under this runtime, measured there (`roofline calibrate` writes the micro-engine's
     # fit here); applied after every scope; each needs `sources: devices.<card>`
     devices: dict[str, EfficiencyOverrides] = {}
@@ -195,6 +205,9 @@ class RuntimeProfile(Strict):
             if "-" not in scope or not _valid_scope(scope) or "shared_gemm_kernel" not in self.sources:
                 raise ValueError(f"shared_gemm_kernel.{scope}: give vendor-kind scopes like apple-soc, with a source "
                                  "(sources: shared_gemm_kernel)")
+        if self.quantized_kernel_family and "quantized_kernel_family" not in self.sources:
+            raise ValueError("quantized_kernel_family: sources must say why the quantized formats share kernels "
+                             "(quantized_kernel_family)")
         if self.kernels_from and "kernels_from" not in self.sources:
             raise ValueError("kernels_from: sources must say why this runtime runs those kernels (kernels_from)")
         for v in self.versions:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from roofline.cards.formats import first_supported
+from roofline.cards.formats import QUANTIZED_FORMATS, first_supported
 from roofline.cards.hardware import HardwareCard, default_key
 from roofline.cards.model import ModelCard
 from roofline.errors import CardError, RooflineError
@@ -62,6 +62,10 @@ class Efficiency:
     # prefill budget); each chunk re-reads the weights. 0: the whole prompt in one step
     # weight format -> large-GEMM efficiency of its kernels, over the math dtype's (llama.cpp MMQ per k-quant)
     compute_by_format: dict[str, float] = field(default_factory=dict)
+    # kernel math dtype -> large-GEMM efficiency of a quantized weight format (below 16 bits) with no entry above, in
+    # that dtype: a runtime profile's fitted value for the formats it has too few rows of (their scope's fitted
+    # formats in that dtype, geometric mean); absent = the dtype's `compute_<dtype>`
+    compute_quantized: dict[str, float] = field(default_factory=dict)
     # weight format -> the math dtypes the runtime's kernels run it in, first the card supports (absent: the format's
     # own chain, `roofline formats`)
     kernel_dtypes: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -76,6 +80,8 @@ class Efficiency:
         shares bf16's; tf32 shares fp32's)."""
         if fmt in self.compute_by_format:
             return self.compute_by_format[fmt]
+        if fmt in QUANTIZED_FORMATS and dtype in self.compute_quantized:
+            return self.compute_quantized[dtype]
         key = {"fp16": "bf16", "fp16_acc16": "bf16", "tf32": "fp32"}.get(dtype, dtype)
         value = getattr(self, f"compute_{key}", None)
         return self.compute if value is None else value
@@ -122,8 +128,8 @@ DEFAULTS: dict[str, Efficiency] = {
 DEFAULTS["accelerator"] = DEFAULTS["gpu"]
 
 
-_KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "kernel_dtypes",
-                                                 "activation_cost"}
+_KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "compute_quantized",
+                                                 "kernel_dtypes", "activation_cost"}
 FRACTIONS = ("memory", "memory_gemv", "memory_kv", "memory_act", "gemm_floor", "compute", "compute_fp32",
              "compute_bf16", "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")  # in (0, 1]
 
@@ -202,14 +208,17 @@ def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoic
     scheduler's token budget where the runtime chunks prefill."""
     values: dict[str, Any] = {}
     by_format, dtypes = dict(base.compute_by_format), dict(base.kernel_dtypes)
+    quantized = dict(base.compute_quantized)
     for _, layer in runtime_layers(hw, runtime):
         values.update(layer.values())
         by_format.update(layer.compute_by_format)
+        quantized.update(layer.compute_quantized)
         dtypes.update({fmt: tuple(chain) for fmt, chain in layer.kernel_dtypes.items()})
     policy = runtime.profile.serving_policy(runtime.version or runtime.range_start)
     if "prefill_chunk_tokens" not in values and policy["chunked_prefill"] and policy["max_num_batched_tokens"]:
         values["prefill_chunk_tokens"] = float(policy["max_num_batched_tokens"])
-    return replace(base, **values, compute_by_format=by_format, kernel_dtypes=dtypes, runtime=runtime.label,
+    return replace(base, **values, compute_by_format=by_format, compute_quantized=quantized, kernel_dtypes=dtypes,
+                   runtime=runtime.label,
                    source=f"runtime profile {runtime.described} on {default_key(hw)} ({hw.vendor})")
 
 
