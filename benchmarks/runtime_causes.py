@@ -205,6 +205,26 @@ CAUSES = """## Systematic causes found in the residuals
   (0.031 of the int8 peak) follows the A770's Vulkan prompts and reads the B580's SYCL prompt 6x slow, and the Xe2
   B580 draws a larger share of its bus than the A770 under the one bandwidth fraction. A backend dimension (Vulkan
   beside the native CUDA/ROCm/SYCL/Metal kernels) needs prompt rows of each backend from two documents per vendor.
+- **A GGUF format the rows do not inform takes its siblings' efficiency** (`compute_quantized`). llama.cpp's quantized
+  types run one family of kernels (one MMQ template per ggml type under CUDA and ROCm, one `mul_mm` shader per type
+  under Vulkan, `kernel_mul_mm` under Metal), so the profile says `quantized_kernel_family: true` and a format without
+  a fitted value on a scope takes the geometric mean of the scope's fitted quantized formats in the same math dtype,
+  not the hardware kind's prior. Held out, llama.cpp prefill 23.4% / 150.6% / +8.6% -> 22.9% / 118.5% / +7.9%:
+  Strix Halo 67.3% -> 38.5% (its Q4_K_S, Q4_K_M and MXFP4 prompts had read the SoC prior, +129% to +370% in
+  sample), the A770's prompts 815% -> 248%, the RX 7900 XTX 24.4% -> 22.4%. Tried and not kept for vLLM (TTFT 17.6%
+  -> 16.8% held out): its one Spark MXFP4 value comes from gpt-oss MoE prompts, and carried to a dense NVFP4 prompt
+  it read vLLM's Marlin W4A16 path faster than its FP4 kernels; vLLM's FP8, FP4 and Marlin GEMMs are different
+  kernels, so its profile does not say `quantized_kernel_family`.
+- **llama.cpp without flash attention** (`flash_attention`). Until PR #15434 made `-fa` default (b6327, Aug 2025)
+  llama.cpp multiplied K by Q into fp32 scores, soft-maxed them and multiplied V by them, three kernels that write
+  and read the scores (16 bytes a score, `timing.SCORE_BYTES_PER_VALUE`); what one layer's scores hold beyond the
+  card's L2 goes to memory. A row's `-fa 1` / `-fa 0` / "no FA" overrides the version's default. Held out, the 41
+  long (>= 2048-token) 2024 prompts went from +13.5% to +6.9% median signed error (|error| 16.6% -> 15.2%; the 43
+  short ones, whose scores stay in L2, -5.4% either way): Llama 3 8B 4096-token prompts on an H100 PCIe (F16)
+  +120% -> +83% and an L40S (Q4_K_M) +51% -> +26%, while Ampere's 5-6 MiB L2 parts now read some long prompts slow (an A6000's Llama 3 8B
+  4096-token prompt 0% -> -12%). llama.cpp prefill 22.9% / 118.5% / +7.9% -> 22.8% / 103.0% / +5.9%, decode 5.9% ->
+  6.2% (no decode row moved by 2 points). Six Ampere cards gained their L2 size (the GA102 whitepaper's 512 KB per
+  32-bit memory controller).
 - **More vLLM, MLX-LM and Ollama documents** (rows U001-U022, Y001-Y026, `extra/vllm-mlx-ollama-2026.md`). MLX
   decode, 14 -> 21 rows from 8 documents: 14.0% / 75.1% / -0.7% -> 8.2% / 35.5% / +1.1% held out (generic 23.8%); the
   newer qmv range refits to memory 0.906, 6.4 us per kernel, compute 0.641 (was 0.893, 6.6 us, 0.653); M4 Max decode

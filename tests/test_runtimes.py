@@ -12,7 +12,7 @@ import yaml
 from conftest import REPO, run_cli
 
 from roofline.calibrate.published import engine_runtime, predict_row, read_rows, runtime_of, source_document
-from roofline.cards.runtime import FRACTION_FIELDS, NUMBER_FIELDS, RuntimeProfile, version_key
+from roofline.cards.runtime import FRACTION_FIELDS, NUMBER_FIELDS, EfficiencyOverrides, RuntimeProfile, version_key
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError, UnknownNameError
 from roofline.perf.efficiency import Efficiency, expected_efficiency
@@ -136,8 +136,9 @@ def test_every_profile_number_has_a_source(path):
 def test_schema_fields_match_efficiency():
     # activation_cost is measured per device by calibrate (its calibration section), not a profile's figure
     names = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "compute_quantized",
-                                                    "kernel_dtypes", "activation_cost"}
+                                                    "kernel_dtypes", "activation_cost", "flash_attention"}
     assert set(FRACTION_FIELDS) | set(NUMBER_FIELDS) == names
+    assert "flash_attention" in EfficiencyOverrides.model_fields  # a switch, neither a fraction nor a number
 
 
 @pytest.mark.parametrize("name", [p.stem for p in PROFILES])

@@ -56,15 +56,21 @@ def max_load_batch(row: dict, runtime: RuntimeChoice | None) -> int:
 MARLIN_KERNEL_DTYPES = {fmt: ("bf16", "fp16", "fp32") for fmt in ("nvfp4", "mxfp4", "int4", "int8")}
 
 
+FLASH_OFF = re.compile(r"(?:-fa|\bfa|flash-attn)\s+(?:0|off)\b|\(no FA\)", re.I)
+FLASH_ON = re.compile(r"(?:-fa|\bfa|flash-attn)\s+(?:1|on)\b|flash attention enabled|-fa(?=[),]|$)", re.I)
+
+
 def row_flags(row: dict, eff: Efficiency) -> Efficiency:
     """Conditions the row's `engine` text states over the runtime's defaults: llama.cpp's `-ub N` prefill
-    micro-batch; Marlin kernels for 4-bit weights."""
+    micro-batch and flash attention (`-fa 1`, `fa off`, "no FA"); Marlin kernels for 4-bit weights."""
     if eff.runtime == "generic":
         return eff
     engine = row.get("engine", "")
     m = re.search(r"-ub\s+(\d+)", engine)
     if m:
         eff = replace(eff, prefill_chunk_tokens=float(m.group(1)))
+    if FLASH_OFF.search(engine) or FLASH_ON.search(engine):
+        eff = replace(eff, flash_attention=not FLASH_OFF.search(engine))
     if "marlin" in engine.lower():  # nor does the format's own fitted efficiency (its FP4/INT8 kernels') apply
         by_format = {f: v for f, v in eff.compute_by_format.items() if f not in MARLIN_KERNEL_DTYPES}
         eff = replace(eff, kernel_dtypes={**eff.kernel_dtypes, **MARLIN_KERNEL_DTYPES}, compute_by_format=by_format)

@@ -202,7 +202,7 @@ def step_seconds(card: ModelCard, hw: HardwareCard, work: list[tuple[int, int]],
             parts = [seq_ops[i] for seq_ops in per_seq]
             op = replace(op, flops=sum(o.flops for o in parts), act_bytes=sum(o.act_bytes for o in parts),
                          kv_read_bytes=sum(o.kv_read_bytes for o in parts),
-                         kv_write_bytes=sum(o.kv_write_bytes for o in parts),
+                         kv_write_bytes=sum(o.kv_write_bytes for o in parts), scores=sum(o.scores for o in parts),
                          kernels=_kernels(parts, work))
         ops.append(op)
     step = Step(phase, tokens, 1, 0)

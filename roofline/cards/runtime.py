@@ -58,6 +58,7 @@ class EfficiencyOverrides(Strict):
     step_overhead_s: float | None = Field(None, ge=0)
     sequence_overhead_s: float | None = Field(None, ge=0)
     allreduce_latency_hops: float | None = Field(None, ge=0)  # link latencies per all-reduce; 0 = the ring's
+    flash_attention: bool | None = None  # False: scores materialised between kernels (llama.cpp without -fa)
     prefill_chunk_tokens: float | None = Field(None, ge=0)  # prompt tokens per prefill step (-ub, num_batch); 0 = all
     # large-GEMM efficiency of one weight format's kernels, beside its math dtype's (llama.cpp MMQ per k-quant)
     compute_by_format: dict[str, float] = {}

@@ -58,6 +58,8 @@ class Efficiency:
     step_overhead_s: float = 0.0  # fixed cost per forward step (sampling, scheduling, host sync)
     sequence_overhead_s: float = 0.0  # host work per sequence a step schedules (its block-table row, positions,
     # sampling and bookkeeping in the engine's Python loop): what makes a big decode batch host-bound
+    flash_attention: bool = True  # False: the attention core writes its scores out and reads them back
+    # (SCORE_BYTES_PER_VALUE each; llama.cpp without -fa), a memory cost that grows with prompt x context
     prefill_chunk_tokens: float = 0.0  # prompt tokens per prefill step (llama.cpp -ub, Ollama num_batch, a chunked-
     # prefill budget); each chunk re-reads the weights. 0: the whole prompt in one step
     # weight format -> large-GEMM efficiency of its kernels, over the math dtype's (llama.cpp MMQ per k-quant)
@@ -129,7 +131,7 @@ DEFAULTS["accelerator"] = DEFAULTS["gpu"]
 
 
 _KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "compute_quantized",
-                                                 "kernel_dtypes", "activation_cost"}
+                                                 "kernel_dtypes", "activation_cost", "flash_attention"}
 FRACTIONS = ("memory", "memory_gemv", "memory_kv", "memory_act", "gemm_floor", "compute", "compute_fp32",
              "compute_bf16", "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")  # in (0, 1]
 

@@ -77,6 +77,8 @@ class Op:
     link_bytes: Num = 0.0  # bytes each GPU sends over the interconnect (collectives only)
     link_hops: int = 0  # latency-bound hops per collective
     weight_format: str = ""  # the weights' storage format (runtimes' kernels differ by format: llama.cpp MMQ)
+    scores: Num = 0.0  # attention core: query-key scores over every held key (batch x new tokens x span x heads),
+    # which a kernel without flash attention writes out and reads back (Efficiency.flash_attention)
 
     @property
     def bytes(self) -> Num:
@@ -114,7 +116,8 @@ def attention_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: in
     pairs = attended_pairs(step.n, step.context, lay.window)
     core = Op("attention", "attention", f.act_dtype, step.batch * pairs * 4.0 * lay.num_heads * lay.head_dim,
               act_bytes=2 * t * q_out * f.act_bytes, kv_read_bytes=step.batch * _span(step, lay.window) * kv_tok,
-              kv_write_bytes=t * kv_tok, count=count, gemm=False, kv_shards=lay.num_kv_heads)
+              kv_write_bytes=t * kv_tok, count=count, gemm=False, kv_shards=lay.num_kv_heads,
+              scores=step.batch * step.n * _span(step, lay.window) * lay.num_heads)
     ops = [matmul("qkv_proj", "projection", "attention", qkv_params(card.architecture, lay), t, h, qkv_out, f, count),
            core, matmul("o_proj", "projection", "attention", q_out * h, t, q_out, h, f, count)]
     if card.architecture.attention.qk_norm:  # RMSNorm over each query and key head (Qwen3, Gemma 3, OLMo 2)

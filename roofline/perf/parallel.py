@@ -36,7 +36,7 @@ def shard_ops(ops: list[Op], tp: int) -> list[Op]:
         kv = _kv_share(op, tp)
         out.append(replace(op, flops=op.flops / tp, weight_bytes=op.weight_bytes / tp, act_bytes=op.act_bytes / tp,
                            kv_read_bytes=op.kv_read_bytes * kv, kv_write_bytes=op.kv_write_bytes * kv,
-                           gemm_tokens=op.gemm_tokens))
+                           scores=op.scores / tp, gemm_tokens=op.gemm_tokens))
     return out
 
 

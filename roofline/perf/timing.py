@@ -32,6 +32,21 @@ def _peak(hw: HardwareCard, dtype: str) -> float:
     return peaks.get(dtype) or max(peaks.values())
 
 
+# Bytes per query-key score an attention core without flash attention moves: llama.cpp src/llama-graph.cpp
+# build_attn_mha, its non-flash branch: kq = ggml_mul_mat(k, q) at GGML_PREC_F32 writes the fp32 scores (4), then
+# ggml_soft_max_ext reads and rewrites them (4 + 4), then kqv = ggml_mul_mat(v, kq) reads them (4)
+SCORE_BYTES_PER_VALUE = 16.0
+SCORE_VALUE_BYTES = 4.0  # one fp32 score held between those kernels
+
+
+def score_bytes(op: Op, hw: HardwareCard, eff: Efficiency) -> Num:
+    """Memory bytes of the scores an attention core without flash attention writes out and reads back: those of one
+    layer's score tensor beyond what the card's L2 cache holds (a card without an L2 figure keeps them on chip)."""
+    if eff.flash_attention or not hw.l2_cache_bytes:
+        return 0.0
+    return SCORE_BYTES_PER_VALUE * np.maximum(op.scores - hw.l2_cache_bytes / SCORE_VALUE_BYTES, 0.0)
+
+
 def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
     """Achieved bytes/s of one op: matrix-vector work (up to `gemv_max_tokens` rows) streams at `memory_gemv`, no
     faster than the card's compute units can draw (`gemv_unit_bandwidth_bytes_per_s` each), the attention core's KV
@@ -91,7 +106,7 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
             continue
         if op.routing is not None and eff.routing_concentration:
             op = concentrated_routing(op, eff.routing_concentration, tokens, sequences)
-        c, m = compute_seconds(op, hw, eff, tokens), op.bytes / bandwidth(op, hw, eff, tokens)
+        c, m = compute_seconds(op, hw, eff, tokens), (op.bytes + score_bytes(op, hw, eff)) / bandwidth(op, hw, eff, tokens)
         limited = np.maximum(c, m) * op.count
         ovh = (op.kernels + eff.kernels_per_expert * op.experts_touched) * op.count * eff.kernel_overhead_s
         st.total_s = st.total_s + limited + ovh
@@ -99,7 +114,7 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         st.memory_s = st.memory_s + np.where(c > m, 0.0, limited)
         st.overhead_s = st.overhead_s + ovh
         st.flops = st.flops + op.flops * op.count
-        st.bytes = st.bytes + op.bytes * op.count
+        st.bytes = st.bytes + (op.bytes + score_bytes(op, hw, eff)) * op.count
         st.by_class[op.op_class] = st.by_class.get(op.op_class, 0.0) + limited + ovh
         st.by_op[op.name] = st.by_op.get(op.name, 0.0) + limited + ovh
     return st

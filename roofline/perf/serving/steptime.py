@@ -29,7 +29,8 @@ from roofline.perf.workload import Workload
 from roofline.sizing.layers import resolve_layers
 
 CONTEXT_OPS = ("attention", "ssm_scan", "kv_b_proj")
-FIELDS = ("flops", "act_bytes", "kv_read_bytes", "kv_write_bytes")
+FIELDS = ("flops", "act_bytes", "kv_read_bytes", "kv_write_bytes", "scores")  # flops, then what moves bytes
+K = len(FIELDS)
 GRID_POINTS = 160  # geometric grid points over the context (and prefill chunk) range
 
 
@@ -96,7 +97,7 @@ class StepTimer:
         return np.where(s > 0, np.asarray(st.total_s) - self.eff.step_overhead_s, 0.0)
 
     def _context_table(self, step: Step) -> np.ndarray:
-        """Per-sequence FLOPs and bytes of every context op at the step's (broadcast) shapes: (4 x ops, ...)."""
+        """Per-sequence FLOPs and bytes of every context op at the step's (broadcast) shapes: (K x ops, ...)."""
         ops = step_ops(self.card, self.hw, step, self.wl.quant, self.wl.kv_quant)
         shape = np.broadcast(step.n, step.context).shape
         rows = [np.broadcast_to(np.asarray(getattr(ops[i], f), dtype=float), shape)
@@ -153,28 +154,29 @@ class StepTimer:
     def _linear_cost(self, tpl: Op) -> tuple[float, ...] | None:
         """For a non-GEMM op, `time_ops` is max(flops x a, bytes x b) x count + launches, with a and b fixed by
         the op's dtype and class (no tile padding or ramp): read them off `time_ops` itself (a, then b per
-        field after sharding, then the launches), and check the form at a mixed point. None for GEMMs."""
-        if tpl.gemm:
+        field after sharding, then the launches), and check the form at a mixed point. None for GEMMs and for an
+        attention core whose scores spill beyond the L2 cache (no flash attention: `timing.score_bytes`)."""
+        if tpl.gemm or (not self.eff.flash_attention and np.max(tpl.scores) > 0):  # spilled scores: not linear
             return None
-        base = float(self._op_s(tpl, (0.0, 0.0, 0.0, 0.0), 1.0))
-        unit = [float(self._op_s(tpl, [1e12 if j == i else 0.0 for j in range(4)], 1.0)) - base for i in range(4)]
+        base = float(self._op_s(tpl, (0.0,) * K, 1.0))
+        unit = [float(self._op_s(tpl, [1e12 if j == i else 0.0 for j in range(K)], 1.0)) - base for i in range(K)]
         coef = tuple(u / 1e12 for u in unit) + (base,)
-        probe = (3e11, 2e8, 5e9, 1e7)
+        probe = (3e11, 2e8, 5e9, 1e7, 3e8)
         want = float(self._op_s(tpl, probe, 1.0))
-        got = max(probe[0] * coef[0], sum(p * c for p, c in zip(probe[1:], coef[1:4]))) + base
+        got = max(probe[0] * coef[0], sum(p * c for p, c in zip(probe[1:], coef[1:K]))) + base
         assert abs(got - want) <= 1e-9 * max(want, 1e-12), f"{tpl.name}: time_ops is not max-linear"
         return coef
 
     def _context_s(self, totals: np.ndarray, tokens):
         seconds = 0.0
         for k, tpl in enumerate(self._templates):
-            values = totals[4 * k:4 * k + 4]
+            values = totals[K * k:K * k + K]
             coef = self._linear[k]
             if coef is None:
                 seconds = seconds + self._op_s(tpl, values, tokens)
             else:
-                seconds = seconds + np.maximum(values[0] * coef[0], values[1] * coef[1] + values[2] * coef[2]
-                                               + values[3] * coef[3]) + coef[4]
+                moved = sum(values[i] * coef[i] for i in range(1, K))
+                seconds = seconds + np.maximum(values[0] * coef[0], moved) + coef[K]
         return seconds
 
     def step_seconds(self, decode_contexts: list[int], prefill_n: list[int], prefill_c: list[int],
@@ -182,7 +184,7 @@ class StepTimer:
         """One step: decode sequences at `decode_contexts` cached tokens each, prefill chunks of `prefill_n`
         tokens on `prefill_c` cached ones, `samples` sequences sampling a token."""
         tokens = len(decode_contexts) + sum(prefill_n)
-        totals = np.zeros(len(self._templates) * 4)
+        totals = np.zeros(len(self._templates) * K)
         if decode_contexts:
             totals = totals + self._decode_sum(np.asarray(decode_contexts, dtype=float))
         if prefill_n:
