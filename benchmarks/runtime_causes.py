@@ -221,8 +221,8 @@ CAUSES = """## Systematic causes found in the residuals
   card's L2 goes to memory. A row's `-fa 1` / `-fa 0` / "no FA" overrides the version's default. Held out, the 41
   long (>= 2048-token) 2024 prompts went from +13.5% to +6.9% median signed error (|error| 16.6% -> 15.2%; the 43
   short ones, whose scores stay in L2, -5.4% either way): Llama 3 8B 4096-token prompts on an H100 PCIe (F16)
-  +120% -> +83% and an L40S (Q4_K_M) +51% -> +26%, while Ampere's 5-6 MiB L2 parts now read some long prompts slow (an A6000's Llama 3 8B
-  4096-token prompt 0% -> -12%). llama.cpp prefill 22.9% / 118.5% / +7.9% -> 22.8% / 103.0% / +5.9%, decode 5.9% ->
+  +120% -> +83% and an L40S (Q4_K_M) +51% -> +26%, while Ampere's 5-6 MiB L2 parts now read some long prompts slow
+  (an A6000's Llama 3 8B 4096-token prompt 0% -> -12%). llama.cpp prefill 22.9% / 118.5% / +7.9% -> 22.8% / 103.0% / +5.9%, decode 5.9% ->
   6.2% (no decode row moved by 2 points). Six Ampere cards gained their L2 size (the GA102 whitepaper's 512 KB per
   32-bit memory controller).
 - **More vLLM, MLX-LM and Ollama documents** (rows U001-U022, Y001-Y026, `extra/vllm-mlx-ollama-2026.md`). MLX

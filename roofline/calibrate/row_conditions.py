@@ -56,8 +56,10 @@ def max_load_batch(row: dict, runtime: RuntimeChoice | None) -> int:
 MARLIN_KERNEL_DTYPES = {fmt: ("bf16", "fp16", "fp32") for fmt in ("nvfp4", "mxfp4", "int4", "int8")}
 
 
-FLASH_OFF = re.compile(r"(?:-fa|\bfa|flash-attn)\s+(?:0|off)\b|\(no FA\)", re.I)
-FLASH_ON = re.compile(r"(?:-fa|\bfa|flash-attn)\s+(?:1|on)\b|flash attention enabled|-fa(?=[),]|$)", re.I)
+# llama.cpp's flash-attention switch as engine texts state it: "-fa 1", "fa off", "flash-attn on", "-fa)", "no FA"
+_FA = r"(?:-fa|\bfa|flash-attn)\s+"
+FLASH_OFF = re.compile(_FA + r"(?:0|off)\b|\(no FA\)", re.I)
+FLASH_ON = re.compile(_FA + r"(?:1|on)\b|flash attention enabled|-fa(?=[),]|$)", re.I)
 
 
 def row_flags(row: dict, eff: Efficiency) -> Efficiency:

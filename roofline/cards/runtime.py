@@ -92,8 +92,8 @@ class EfficiencyOverrides(Strict):
 
     def values(self) -> dict:
         """The fields this scope sets (compute_by_format, compute_quantized and kernel_dtypes merged by the caller)."""
-        return {k: v for k, v in self.model_dump(exclude={"compute_by_format", "compute_quantized", "kernel_dtypes"}).items()
-                if v is not None}
+        merged = {"compute_by_format", "compute_quantized", "kernel_dtypes"}
+        return {k: v for k, v in self.model_dump(exclude=merged).items() if v is not None}
 
 
 class Scheduler(Strict):

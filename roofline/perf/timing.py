@@ -106,7 +106,8 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
             continue
         if op.routing is not None and eff.routing_concentration:
             op = concentrated_routing(op, eff.routing_concentration, tokens, sequences)
-        c, m = compute_seconds(op, hw, eff, tokens), (op.bytes + score_bytes(op, hw, eff)) / bandwidth(op, hw, eff, tokens)
+        moved = op.bytes + score_bytes(op, hw, eff)
+        c, m = compute_seconds(op, hw, eff, tokens), moved / bandwidth(op, hw, eff, tokens)
         limited = np.maximum(c, m) * op.count
         ovh = (op.kernels + eff.kernels_per_expert * op.experts_touched) * op.count * eff.kernel_overhead_s
         st.total_s = st.total_s + limited + ovh
@@ -114,7 +115,7 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         st.memory_s = st.memory_s + np.where(c > m, 0.0, limited)
         st.overhead_s = st.overhead_s + ovh
         st.flops = st.flops + op.flops * op.count
-        st.bytes = st.bytes + (op.bytes + score_bytes(op, hw, eff)) * op.count
+        st.bytes = st.bytes + moved * op.count
         st.by_class[op.op_class] = st.by_class.get(op.op_class, 0.0) + limited + ovh
         st.by_op[op.name] = st.by_op.get(op.name, 0.0) + limited + ovh
     return st
