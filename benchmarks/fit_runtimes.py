@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from roofline.calibrate.published import read_rows
-from roofline.calibrate.row_params import fit_rows
+from roofline.calibrate.row_params import fit_rows, prefixed
 from roofline.calibrate.runtime_fit import (
     KINDS,
     scope_policy,
@@ -53,12 +53,10 @@ def _entry(values: dict) -> dict:
         if name in values:
             entry[name] = round(values[name], 4)
     entry.update({p: float(f"{values[p]:.3g}") for p in EXTRA_PARAMS if p in values})
-    formats = {k.split(":", 1)[1]: round(v, 4) for k, v in values.items() if k.startswith("format:")}
-    if formats:
-        entry["compute_by_format"] = formats
-    quantized = {k.split(":", 1)[1]: round(v, 4) for k, v in values.items() if k.startswith("quantized:")}
-    if quantized:
-        entry["compute_quantized"] = quantized
+    for field, prefix in (("compute_by_format", "format"), ("compute_quantized", "quantized")):
+        named = {name: round(v, 4) for name, v in prefixed(values, prefix).items()}
+        if named:
+            entry[field] = named
     return entry
 
 

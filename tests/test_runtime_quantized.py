@@ -6,8 +6,9 @@ import math
 from conftest import REPO
 
 from roofline.calibrate.published import predict_row, read_rows
+from roofline.calibrate.quantized_fallback import format_dtypes, with_quantized
 from roofline.calibrate.row_params import fit_rows
-from roofline.calibrate.runtime_fit import MIN_SHIPPED_SOURCES, _with, fit_all, format_dtypes, with_quantized
+from roofline.calibrate.runtime_fit import MIN_SHIPPED_SOURCES, _with, fit_all
 from roofline.cards.store import CardStore
 from roofline.perf.efficiency import Efficiency, expected_efficiency
 

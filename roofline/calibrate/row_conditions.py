@@ -71,8 +71,9 @@ def row_flags(row: dict, eff: Efficiency) -> Efficiency:
     m = re.search(r"-ub\s+(\d+)", engine)
     if m:
         eff = replace(eff, prefill_chunk_tokens=float(m.group(1)))
-    if FLASH_OFF.search(engine) or FLASH_ON.search(engine):
-        eff = replace(eff, flash_attention=not FLASH_OFF.search(engine))
+    flash_off = bool(FLASH_OFF.search(engine))
+    if flash_off or FLASH_ON.search(engine):
+        eff = replace(eff, flash_attention=not flash_off)
     if "marlin" in engine.lower():  # nor does the format's own fitted efficiency (its FP4/INT8 kernels') apply
         by_format = {f: v for f, v in eff.compute_by_format.items() if f not in MARLIN_KERNEL_DTYPES}
         eff = replace(eff, kernel_dtypes={**eff.kernel_dtypes, **MARLIN_KERNEL_DTYPES}, compute_by_format=by_format)

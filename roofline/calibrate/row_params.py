@@ -69,12 +69,21 @@ def narrow_expert_gemms(row: dict, card, hw, choice: RuntimeChoice) -> bool:
     return tokens * moe.experts_per_token / moe.num_experts < EXPERT_TILE_TOKENS
 
 
+def prefixed(values: dict[str, float], prefix: str) -> dict[str, float]:
+    """The fitted values named "<prefix>:<name>" ("format:q4_k_m", "quantized:int8"), keyed by name."""
+    return {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith(prefix + ":")}
+
+
+def param_format(param: str) -> str:
+    """The weight format a fitted parameter stands for ("format:q4_k_m" -> "q4_k_m"), else ""."""
+    return param.split(":", 1)[1] if param.startswith("format:") else ""
+
+
 def marlin_prompt(row: dict, param: str) -> bool:
     """Whether a row ran its 4-bit format's GEMMs on Marlin (W4A16, its engine text says so): its efficiency is
     Marlin's 16-bit math, not that of the kernels the format runs by default, which its `compute_by_format` entry
     stands for (vLLM's NVFP4 rows on the DGX Spark all ran Marlin; a default NVFP4 run is FP4 math)."""
-    fmt = param.split(":", 1)[1] if param.startswith("format:") else ""
-    return fmt in MARLIN_KERNEL_DTYPES and "marlin" in row.get("engine", "").lower()
+    return param_format(param) in MARLIN_KERNEL_DTYPES and "marlin" in row.get("engine", "").lower()
 
 
 def fitting_range(choice: RuntimeChoice, scope: str, param: str) -> str | None:

@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from roofline.calibrate.fit import error_summary
-from roofline.calibrate.published import RowPrediction, cards_of, predict_row
-from roofline.calibrate.row_params import FitRow
-from roofline.cards.formats import QUANTIZED_FORMATS, math_dtype, weight_format
+from roofline.calibrate.published import RowPrediction, predict_row
+from roofline.calibrate.quantized_fallback import quantized_fallback
+from roofline.calibrate.row_params import FitRow, prefixed
 from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice, version_key
 from roofline.cards.store import CardStore
-from roofline.perf.efficiency import expected_efficiency
 
 BOUNDS = (0.01, 1.0)  # fractions of the datasheet peak searched
 # Fitted beside `memory` on the same latency-bound decode rows, each kept only where it lowers the loss by
@@ -78,10 +76,9 @@ class GroupFit:
 def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> RuntimeChoice:
     """The choice with `values` as the profile's (only) fitted entry for `scope`."""
     prof = choice.profile
-    by_format = {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith("format:")}
-    quantized = {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith("quantized:")}
     entry = EfficiencyOverrides(memory=values.get("memory"), compute=values.get("compute"),
-                                compute_by_format=by_format, compute_quantized=quantized,
+                                compute_by_format=prefixed(values, "format"),
+                                compute_quantized=prefixed(values, "quantized"),
                                 **{p: values.get(p) for p in EXTRA_PARAMS})
     fitted = {**prof.fitted, scope: entry}
     return choice.model_copy(update={"profile": prof.model_copy(update={"fitted": fitted,
@@ -174,12 +171,7 @@ def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStor
     members = informed(members, min_sources)
     if not members:
         return []
-    family = members[0].choice.profile.quantized_kernel_family
-
-    def derived(values: dict[str, float], rows: list[FitRow]) -> dict[str, float]:
-        return with_quantized(values, format_dtypes(rows, store)) if family else values
-
-    parent = GroupFit(runtime, scope, derived(fit_group(members, store), members),
+    parent = GroupFit(runtime, scope, quantized_fallback(fit_group(members, store), members, store),
                       [m.row["id"] for m in members], sorted({m.source for m in members}))
     fits = [parent]
     split = [m for m in members if m.range]
@@ -193,7 +185,7 @@ def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStor
         own = len(sub) >= MIN_RANGE_ROWS and len(sources) >= MIN_RANGE_SOURCES
         values = fit_group(sub, store, fixed=parent.values, held=KERNEL_PARAMS) if own else {}
         entry = {**{p: parent.values[p] for p in params if p in parent.values}, **values}
-        entry = derived(entry, in_range)
+        entry = quantized_fallback(entry, in_range, store)
         left_out = len(in_range) - len(sub)
         dropped = f" ({left_out} on values fewer than {min_sources} documents inform)" if left_out else ""
         note = "" if own else (f"the runtime-wide fit: this range has {len(in_range)} rows{dropped} from "
@@ -202,33 +194,6 @@ def _group_fits(runtime: str, scope: str, members: list[FitRow], store: CardStor
         fits.append(GroupFit(runtime, f"{scope}@{rng}", entry, [m.row["id"] for m in (sub if own else members)],
                              sources if own else parent.sources, note))
     return fits
-
-
-def format_dtypes(rows: list[FitRow], store: CardStore) -> dict[str, str]:
-    """Weight format -> the math dtype most of `rows` of it ran their GEMMs in (on their card, under their runtime's
-    kernels: llama.cpp's MMQ runs k-quants in int8 where the card has int8 tensor cores, dequantized fp16 elsewhere)."""
-    counts: dict[str, Counter] = {}
-    for r in rows:
-        if r.param.startswith("format:"):
-            fmt = r.param.split(":", 1)[1]
-            _, hw, _ = cards_of(r.row, store)
-            own = math_dtype(weight_format(fmt), hw.supported_dtypes)
-            dtype = expected_efficiency(hw, r.choice).kernel_dtype(fmt, own, hw.supported_dtypes)
-            counts.setdefault(fmt, Counter())[dtype] += 1
-    return {fmt: c.most_common(1)[0][0] for fmt, c in counts.items()}
-
-
-def with_quantized(values: dict[str, float], dtypes: dict[str, str]) -> dict[str, float]:
-    """`values` with, per math dtype, the geometric mean of its fitted quantized formats ("quantized:<dtype>",
-    Efficiency.compute_quantized): what a quantized format the rows do not inform gets on the same scope, rather than
-    the hardware kind's prior, where the profile says its quantized formats share one kernel family
-    (`quantized_kernel_family`: llama.cpp's ggml kernels; vLLM's CUTLASS FP8, FP4 and Marlin kernels do not)."""
-    logs: dict[str, list[float]] = {}
-    for p, v in values.items():
-        fmt = p.split(":", 1)[1] if p.startswith("format:") else ""
-        if fmt in QUANTIZED_FORMATS and fmt in dtypes:
-            logs.setdefault(dtypes[fmt], []).append(math.log(v))
-    return {**values, **{f"quantized:{d}": math.exp(sum(x) / len(x)) for d, x in sorted(logs.items())}}
 
 
 KINDS = ("memory", "compute_by_format")  # the two kinds of fitted value; a policy is chosen per runtime, hardware
