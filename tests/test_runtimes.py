@@ -55,7 +55,7 @@ def test_date_picks_the_version_in_use():
 
 
 @pytest.mark.parametrize("spec,match", [("vlm", "did you mean vllm"), ("vllm@0.1", "older than every profiled"),
-                                        ("vllm@abc", "not a version")])
+                                        ("vllm@abc", "not a version"), ("llama.cpp@", "no version after '@'")])
 def test_unknown_runtime_or_version_is_one_line_exit_2(spec, match):
     run = run_cli("predict", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", spec)
     assert run.returncode == 2 and match in run.stderr and len(run.stderr.strip().splitlines()) == 1

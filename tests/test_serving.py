@@ -174,11 +174,33 @@ BASE = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--requests", "5")
     (("--rate", "3", "--burstiness", "inf"), "--burstiness"),
     (("--concurrency", "2", "--prompt", "lognormal:1e30,5"), "beyond any model's context"),
     (("--concurrency", "2", "--seed", "-1"), "--seed"),
+    (("--concurrency", "2", "--requests", "100000000"), "--requests 100,000,000: give 1 to 1,000,000"),
+    (("--concurrency", "200000"), "--concurrency 200,000: give 1 to 100,000"),
 ])
 def test_bad_input_is_one_line_exit_2(args, words):
     out = run_cli(*BASE, *args)
     assert out.returncode == 2, out.stderr
     assert words in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--concurrency", "1,100000000"), "--concurrency 100,000,000"),
+    (("--concurrency", "64", "--requests-per-client", "100000"), "give 1 to 15,625 at 64 clients"),
+])
+def test_sweep_refuses_a_closed_loop_too_big_to_simulate(args, words):
+    out = run_cli("sweep", "-m", "llama-3.1-8b", "--hw", "h100-sxm", *args)
+    assert out.returncode == 2 and words in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_serve_says_when_arrivals_outrun_the_fleet():
+    """At 20 req/s an RTX 4090 serving Llama 3.1 8B (about 4 req/s at 500 -> 200 tokens) queues ever more; at 2
+    req/s it keeps up."""
+    runs = {rate: run_cli("serve", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--rate", rate, "--requests", "400",
+                          "--json") for rate in ("20", "2")}
+    over, fine = (json.loads(runs[r].stdout) for r in ("20", "2"))
+    assert over["overloaded"] and over["requests_per_s"] < 10 and not fine["overloaded"]
+    text = run_cli("serve", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--rate", "20", "--requests", "400")
+    assert "overloaded: requests arrive at 20/s" in text.stdout
 
 
 @pytest.mark.parametrize("text, line", [

@@ -257,11 +257,14 @@ class CardStore:
         return self.get("models", name)
 
     def runtime(self, spec: str, date: str | None = None) -> RuntimeChoice:
-        from roofline.cards.runtime import choose_version
-
         """A runtime profile from `NAME[@VERSION]` ('vllm@0.11', 'llama-cpp@b6918', 'nim'); no version: the newest
         profile (or, given `date`, the version in use then)."""
-        name, _, version = spec.strip().partition("@")
+        from roofline.cards.runtime import choose_version
+
+        name, at, version = spec.strip().partition("@")
+        if at and not version.strip():
+            raise RooflineError(f"--runtime {spec}: no version after '@'; write {name.strip()}@VERSION "
+                                f"(e.g. vllm@0.11, llama.cpp@b6918) or {name.strip()} for the newest profile")
         profile = self.get("runtimes", name)
         try:
             return choose_version(profile, version.strip() or None, date)

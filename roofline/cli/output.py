@@ -7,8 +7,10 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from roofline.errors import RooflineError
 
@@ -77,6 +79,31 @@ def console(stderr: bool = False):
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else 160  # pipes and files get wide tables, not 80 columns
     return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+
+
+@contextmanager
+def progress(label: str, total: float | None) -> Iterator[Callable[[int], None]]:
+    """A transient progress bar on stderr (so `--json` stays clean; none where stderr is not a terminal) for work
+    that may take over a second; yields `advance(n=1)`. It redraws from `advance` at most every REFRESH_S, never from
+    a thread of its own: the work may fork processes, and a simulation advances it thousands of times a second."""
+    import time
+
+    from rich.progress import Progress
+
+    err = console(stderr=True)
+    with Progress(transient=True, console=err, auto_refresh=False, disable=not err.is_terminal) as bar:
+        task, last = bar.add_task(label, total=total), [0.0]
+
+        def advance(n: int = 1) -> None:
+            bar.advance(task, n)
+            if time.monotonic() - last[0] >= REFRESH_S:
+                last[0] = time.monotonic()
+                bar.refresh()
+
+        yield advance
+
+
+REFRESH_S = 0.1  # progress bars redraw at most ten times a second
 
 
 def table(title: str | None, columns: Sequence[Column | str], rows: Iterable[Sequence[Any]], caption: str | None = None):

@@ -24,7 +24,7 @@ from roofline.cli.common import (
     runtime_label,
     store,
 )
-from roofline.cli.output import Column, emit, table
+from roofline.cli.output import Column, emit, progress, table
 from roofline.errors import RooflineError
 from roofline.perf.serving.policy import policy_for
 from roofline.perf.serving.workload import parse_lengths
@@ -53,8 +53,10 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     fleet = build_fleet(card, hwc, wl, policy_for(choice), replicas, router.replace("-", "_"), parse_disagg(disagg),
                         network_gbps * 1e9 / 8 if network_gbps else None, eff=eff)
     trace_path = Path(trace) if trace else None
-    result = serve(fleet, parse_lengths("--prompt", prompt), parse_lengths("--output", output), requests,
-                   concurrency, rate, trace_path, burstiness, seed, slo_ttft, slo_itl)
+    prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
+    with progress("simulating requests", None if trace else requests) as advance:
+        result = serve(fleet, prompt_lengths, output_lengths, requests, concurrency, rate, trace_path, burstiness,
+                       seed, slo_ttft, slo_itl, advance)
     result.extra.update(model=card.name, hardware=hwc.name, quant=wl.quant or "native", kv_quant=wl.kv_quant, tp=wl.tp,
                         pp=wl.pp, efficiency_source=fleet.setup.eff.source)
     return result
@@ -87,6 +89,10 @@ def serve_cmd(
                        burstiness, slo_ttft, slo_itl, seed, quant, kv_quant, gpus, pp, replicas, router, disagg,
                        network_gbps)
     data = result.summary()
+    if rate is not None:  # arrivals faster than the fleet serves: the queue, and so TTFT, grow with the run
+        from roofline.perf.serving.capacity import overloaded
+
+        data["overloaded"] = overloaded(result, rate, data["requests"])
     emit(data, as_json, lambda: render_serve(data))
 
 
@@ -102,6 +108,10 @@ def render_serve(d: dict):
            f"({fmt_rate(d['output_tok_s_per_gpu'])} per GPU) · total {fmt_rate(d['total_tok_s'])} tok/s · goodput "
            f"{d['goodput_requests_per_s']:.2f} req/s ({d['slo_attainment']:.0%} within the SLO) · preemptions "
            f"{d['preemptions']} · KV pool {d['kv_pool_tokens_per_replica']:,} tokens per replica")
+    if d.get("overloaded"):
+        yield (f"[yellow]overloaded: requests arrive at {d['rate_per_s']:g}/s and the queue keeps growing (served "
+               f"{d['requests_per_s']:.2f}/s); TTFT grows with --requests (`roofline capacity` finds the rate that "
+               "meets an SLO)[/yellow]")
 
 
 def capacity_cmd(
@@ -125,8 +135,11 @@ def capacity_cmd(
     choice = runtime_choice(st, runtime)
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
     prices = cap.parse_prices(usd_per_gpu_hour, hws)
-    rows = cap.capacity(card, hws, choice, parse_lengths("--prompt", prompt), parse_lengths("--output", output),
-                        slo_ttft, slo_itl, target_rate, prices, seed)
+    prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
+    jobs = sum(len(cap.candidates(card, h, choice)) for h in hws)
+    with progress("searching configurations", jobs) as advance:
+        rows = cap.capacity(card, hws, choice, prompt_lengths, output_lengths, slo_ttft, slo_itl, target_rate, prices,
+                            seed, advance=advance)
     data = {"model": card.name, "runtime": runtime_label(choice), "slo_ttft_s": slo_ttft, "slo_itl_s": slo_itl,
             "attainment": cap.ATTAINMENT, "prompt": prompt, "output": output, "target_rate_per_s": target_rate,
             "load_point": {"min_requests": cap.MIN_REQUESTS, "min_arrival_s": cap.MIN_ARRIVAL_S,

@@ -28,7 +28,7 @@ from roofline.cli.common import (
     store,
     tokens,
 )
-from roofline.cli.output import Column, check_formats, emit, table
+from roofline.cli.output import Column, check_formats, emit, progress, table
 from roofline.cli.predict_cmd import csv_row
 from roofline.errors import RooflineError
 from roofline.perf.grid import sweep_arrays
@@ -128,17 +128,20 @@ STATIC_KEYS = ("decode_tok_s_aggregate", "decode_tok_s", "ttft_s", "itl_s")
 def _closed_loop_rows(card, hwc, wl, choice, eff, levels, static_rows, requests_per_client, seed) -> list[dict]:
     """The closed-loop simulation at each level, with the static batch's figures as static_* columns."""
     from roofline.perf.serving.policy import policy_for
-    from roofline.perf.serving.run import build_fleet, closed_loop_row
+    from roofline.perf.serving.run import build_fleet, check_size, closed_loop_row
     from roofline.perf.serving.workload import Lengths
 
+    for n in levels:  # every level checked before the first is simulated
+        check_size(1, n)
     fleet = build_fleet(card, hwc, wl, policy_for(choice), eff=eff)
     prompt, output = Lengths("fixed", wl.prompt_tokens), Lengths("fixed", wl.output_tokens)
     rows = []
-    for n, st in zip(levels, static_rows):
-        row = closed_loop_row(fleet, n, prompt, output, requests_per_client, seed)
-        row.update({f"static_{k}": st[k] for k in STATIC_KEYS}, fits_in_memory=st["fits_in_memory"],
-                   memory_per_gpu_bytes=st["memory_per_gpu_bytes"])
-        rows.append(row)
+    with progress("simulating the closed loops", sum(levels) * requests_per_client) as advance:
+        for n, st in zip(levels, static_rows):
+            row = closed_loop_row(fleet, n, prompt, output, requests_per_client, seed, advance)
+            row.update({f"static_{k}": st[k] for k in STATIC_KEYS}, fits_in_memory=st["fits_in_memory"],
+                       memory_per_gpu_bytes=st["memory_per_gpu_bytes"])
+            rows.append(row)
     return rows
 
 

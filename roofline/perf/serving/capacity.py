@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,11 +94,18 @@ def load_point(fleet: Fleet, rate: float, prompt: Lengths, output: Lengths, slo:
     if r.aborted:
         return {**point, "meets": False, "overloaded": None, "why": f"more than {allowed} of {counted} requests "
                                                                     f"missed the SLO"}
-    growth = queue_growth(r, warmup_s, span_s)
-    overloaded = growth > OVERLOAD_SHARE * rate * (span_s - warmup_s)
+    grew = overloaded(r, rate, n)
     attained = r.metrics.good / max(r.metrics.finished, 1)
-    return {**point, "meets": attained >= ATTAINMENT and not overloaded, "overloaded": overloaded,
-            "queue_growth": growth, "attainment": attained, "result": r}
+    return {**point, "meets": attained >= ATTAINMENT and not grew, "overloaded": grew,
+            "queue_growth": queue_growth(r, warmup_s, span_s), "attainment": attained, "result": r}
+
+
+def overloaded(r: ServingResult, rate: float, requests: int) -> bool:
+    """Whether an open-loop run's queue grew by more than OVERLOAD_SHARE of its arrivals after the warm-up share
+    (the load point's test, for a run of `requests` at `rate`)."""
+    span_s = requests / rate
+    warmup_s = WARMUP_SHARE * span_s
+    return queue_growth(r, warmup_s, span_s) > OVERLOAD_SHARE * rate * (span_s - warmup_s)
 
 
 def queue_growth(r: ServingResult, start_s: float, end_s: float) -> float:
@@ -221,8 +230,10 @@ def _search(args) -> dict:
 
 def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | None, prompt: Lengths,
              output: Lengths, slo_ttft_s: float, slo_itl_s: float, target_rate: float | None = None,
-             usd_per_gpu_hour: dict[str, float] | None = None, seed: int = 0, workers: int | None = None) -> list[dict]:
-    """Every candidate configuration's row, searched in `workers` processes (default: up to 2, one per core)."""
+             usd_per_gpu_hour: dict[str, float] | None = None, seed: int = 0, workers: int | None = None,
+             advance: Callable[[], None] | None = None) -> list[dict]:
+    """Every candidate configuration's row, searched in `workers` processes (default: up to 2, one per core);
+    `advance()` is called as each is done."""
     for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
         if not v > 0:
             raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
@@ -231,11 +242,12 @@ def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | 
     slo = Slo(slo_ttft_s, slo_itl_s)
     jobs = [(card, cfg, runtime, prompt, output, slo, seed) for hw in hws for cfg in candidates(card, hw, runtime)]
     workers = workers or min(2, os.cpu_count() or 1, len(jobs))
-    if workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            rows = list(pool.map(_search, jobs))
-    else:
-        rows = [_search(j) for j in jobs]
+    advance = advance or (lambda: None)
+    rows = []
+    with ProcessPoolExecutor(workers) if workers > 1 else nullcontext() as pool:
+        for row in pool.map(_search, jobs) if pool else map(_search, jobs):
+            rows.append(row)
+            advance()
     prices = usd_per_gpu_hour or {}
     for row in rows:
         if not row.get("max_rate_per_s"):

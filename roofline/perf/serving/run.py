@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 
 from roofline.cards.hardware import HardwareCard
@@ -15,9 +16,14 @@ from roofline.perf.serving.policy import ServingPolicy
 from roofline.perf.serving.replica import ReplicaSetup
 from roofline.perf.serving.simulator import ClosedLoop, ServingResult, simulate
 from roofline.perf.serving.workload import Lengths, closed_loop_requests, open_loop, read_trace
+from roofline.perf.workload import Workload
 
 REQUESTS_PER_CLIENT = 4  # a closed-loop sweep level serves this many requests per client (the first are warm-up)
-from roofline.perf.workload import Workload
+# Bounds that keep one simulation to minutes: benchmarks/serve_speed.py simulates about 5,000 requests a second
+# (2 cores), so a million takes three to four minutes. A closed loop of more clients than this only lengthens the
+# queue: a replica runs at most its runtime's max_num_seqs (vLLM's default 256) at once
+MAX_REQUESTS = 1_000_000
+MAX_CLIENTS = 100_000
 
 
 def parse_disagg(text: str | None) -> tuple[int, int] | None:
@@ -47,36 +53,49 @@ def build_fleet(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serving
 
 def serve(fleet: Fleet, prompt: Lengths, output: Lengths, requests: int, concurrency: int | None = None,
           rate: float | None = None, trace: Path | None = None, burstiness: float = 1.0, seed: int = 0,
-          slo_ttft_s: float | None = None, slo_itl_s: float | None = None) -> ServingResult:
-    """Exactly one of concurrency (closed loop), rate (open loop) or trace."""
+          slo_ttft_s: float | None = None, slo_itl_s: float | None = None,
+          advance: Callable[[], None] | None = None) -> ServingResult:
+    """Exactly one of concurrency (closed loop), rate (open loop) or trace; `advance()` is called as each request
+    completes."""
     if sum(x is not None for x in (concurrency, rate, trace)) != 1:
         raise RooflineError("give exactly one of --concurrency N, --rate R or --trace FILE")
-    if requests < 1:
-        raise RooflineError(f"--requests: must be >= 1, got {requests}")
+    check_size(requests, concurrency)
     if concurrency is not None:
-        if concurrency < 1:
-            raise RooflineError(f"--concurrency: needs at least 1 client, got {concurrency}")
         closed = ClosedLoop(concurrency, closed_loop_requests(requests, prompt, output, seed))
-        result = simulate(fleet, closed=closed, slo_ttft_s=slo_ttft_s, slo_itl_s=slo_itl_s, shared_prefixes=False)
+        result = simulate(fleet, closed=closed, slo_ttft_s=slo_ttft_s, slo_itl_s=slo_itl_s, shared_prefixes=False,
+                          advance=advance)
         result.extra.update(mode="closed_loop", concurrency=concurrency)
     elif rate is not None:
         result = simulate(fleet, open_loop(rate, requests, prompt, output, seed, burstiness), slo_ttft_s=slo_ttft_s,
-                          slo_itl_s=slo_itl_s, shared_prefixes=False)
+                          slo_itl_s=slo_itl_s, shared_prefixes=False, advance=advance)
         result.extra.update(mode="open_loop", rate_per_s=rate, burstiness=burstiness)
     else:
         result = simulate(fleet, itertools.islice(read_trace(trace), requests), slo_ttft_s=slo_ttft_s,
-                          slo_itl_s=slo_itl_s)
+                          slo_itl_s=slo_itl_s, advance=advance)
         result.extra.update(mode="trace", trace=str(trace))
     return result
 
 
+def check_size(requests: int, concurrency: int | None = None) -> None:
+    """One line and exit 2 for a request count or a closed loop beyond what one simulation can serve in minutes."""
+    if concurrency is not None and not 1 <= concurrency <= MAX_CLIENTS:
+        raise RooflineError(f"--concurrency {concurrency:,}: give 1 to {MAX_CLIENTS:,} clients (a replica runs at most "
+                            "its runtime's max_num_seqs at once; more clients only queue)")
+    if not 1 <= requests <= MAX_REQUESTS:
+        raise RooflineError(f"--requests {requests:,}: give 1 to {MAX_REQUESTS:,} requests (about 5,000 are simulated "
+                            f"a second); for more traffic, simulate a shorter window at the same rate")
+
+
 def closed_loop_row(fleet: Fleet, clients: int, prompt: Lengths, output: Lengths,
-                    requests_per_client: int = REQUESTS_PER_CLIENT, seed: int = 0) -> dict:
+                    requests_per_client: int = REQUESTS_PER_CLIENT, seed: int = 0,
+                    advance: Callable[[], None] | None = None) -> dict:
     """One `sweep --concurrency` level: N clients each sending its next request when the last completes (as
     `vllm bench serve --max-concurrency N` runs), summarised as the sweep's row."""
-    if requests_per_client < 1:
-        raise RooflineError(f"--requests-per-client: must be >= 1, got {requests_per_client}")
-    r = serve(fleet, prompt, output, requests_per_client * clients, concurrency=clients, seed=seed)
+    check_size(1, clients)
+    if not 1 <= requests_per_client <= MAX_REQUESTS // clients:
+        raise RooflineError(f"--requests-per-client {requests_per_client:,}: give 1 to {MAX_REQUESTS // clients:,} at "
+                            f"{clients:,} clients (at most {MAX_REQUESTS:,} simulated requests a level)")
+    r = serve(fleet, prompt, output, requests_per_client * clients, concurrency=clients, seed=seed, advance=advance)
     s = r.summary()
     tpot = s["tpot_s"]["mean"]
     return {"concurrency": clients, "output_tok_s": s["output_tok_s"],

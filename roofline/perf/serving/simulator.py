@@ -7,8 +7,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from roofline.engine.core.sequence import Sequence
 from roofline.errors import RooflineError
@@ -52,8 +52,10 @@ class ServingResult:
 
 
 class Simulation:
-    def __init__(self, fleet: Fleet, metrics: Collector, fast_forward: bool = True, shared_prefixes: bool = True):
+    def __init__(self, fleet: Fleet, metrics: Collector, fast_forward: bool = True, shared_prefixes: bool = True,
+                 advance: Callable[[], None] | None = None):
         self.fleet, self.metrics = fleet, metrics
+        self.advance = advance or (lambda: None)  # called as each request completes (a progress bar)
         self.decode = [Replica(fleet.setup, metrics, fast_forward, shared_prefixes) for _ in range(fleet.replicas)]
         self.prefill = [Replica(fleet.prefill_setup, metrics, fast_forward, shared_prefixes)
                         for _ in range(fleet.prefill_replicas)] if fleet.prefill_setup is not None else []
@@ -107,6 +109,7 @@ class Simulation:
             return
         self.metrics.request_done(seq.arrival_s, seq.first_s, seq.finish_s, seq.start_s - seq.arrival_s,
                                   seq.req.prompt_tokens, seq.req.output_tokens, seq.preemptions)
+        self.advance()
         on_done(seq.finish_s)
 
     def run(self, arrivals: Iterator[Request] | None, closed: ClosedLoop | None = None) -> None:
@@ -153,7 +156,7 @@ class Simulation:
 def simulate(fleet: Fleet, arrivals: Iterable[Request] | None = None, closed: ClosedLoop | None = None,
              slo_ttft_s: float | None = None, slo_itl_s: float | None = None,
              fast_forward: bool = True, shared_prefixes: bool = True, warmup_s: float = 0.0,
-             abort_after_misses: int | None = None) -> ServingResult:
+             abort_after_misses: int | None = None, advance: Callable[[], None] | None = None) -> ServingResult:
     """Serve an open-loop/trace request stream (`arrivals`, sorted by time) or a closed loop of clients.
     `shared_prefixes` False: the stream's prompts share no tokens (no request names a prefix), so the prefix
     cache is skipped; True is always right, False only faster."""
@@ -161,7 +164,7 @@ def simulate(fleet: Fleet, arrivals: Iterable[Request] | None = None, closed: Cl
         if v is not None and not v > 0:
             raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
     metrics = Collector(slo_ttft_s, slo_itl_s, warmup_s, abort_after_misses)
-    sim = Simulation(fleet, metrics, fast_forward, shared_prefixes)
+    sim = Simulation(fleet, metrics, fast_forward, shared_prefixes, advance)
     try:
         sim.run(iter(arrivals) if arrivals is not None else None, closed)
     except SloMissed:
