@@ -200,7 +200,7 @@ def test_every_figure_has_a_source(cards):
         assert "memory.bandwidth" in c.sources, c.name
         for dtype in c.supported_dtypes:
             assert f"peak_flops.{dtype}" in c.sources, f"{c.name}: no source for peak_flops.{dtype}"
-        for field in ("compute_units", "l2_cache_bytes", "power_watts", "price_usd"):
+        for field in ("compute_units", "l2_cache_bytes", "power_watts", "price_usd", "cloud_usd_per_gpu_hour"):
             if getattr(c, field) is not None:
                 key = field.removesuffix("_bytes").removesuffix("_watts")
                 assert key in c.sources, f"{c.name}: {key} has no source"
@@ -240,3 +240,14 @@ def test_discrete_interconnects(cards):
 def test_description_is_one_line(cards):
     for c in cards:
         assert c.description and "\n" not in c.description, c.name
+
+
+def test_the_readme_example_card_loads(tmp_path):
+    """The card a newcomer copies from the README's 'Adding a card' loads as written, its optional price included."""
+    text = (REPO / "README.md").read_text()
+    start = text.index("name: my-gpu")
+    folder = tmp_path / "hardware"
+    folder.mkdir()
+    (folder / "my-gpu.yaml").write_text(text[start:text.index("```", start)])
+    card = CardStore(extra_dirs=[tmp_path]).hardware("my-gpu")
+    assert card.memory.bandwidth_bytes_per_s == 1008e9 and card.cloud_usd_per_gpu_hour == 1.10

@@ -308,6 +308,10 @@ def test_capacity_cli_prices_and_replicas(short_points):
                            "rate_tolerance": 0.05}}
     parts = list(render_capacity(data, True, True))
     assert len(parts) == 2 + any(not r.get("max_rate_per_s") for r in rows)
+    # without --usd-per-gpu-hour the cards' cited cloud rates price the rows, and the table says so
+    assert cap.parse_prices(None, cards) == {"a10": 1.29} and "lambda.ai" in cards[1].sources["cloud_usd_per_gpu_hour"]
+    data["prices"] = {"a10": {"usd_per_gpu_hour": 1.29, "source": cards[1].sources["cloud_usd_per_gpu_hour"]}}
+    assert any("cited cloud rate per GPU-hour (a10 $1.29" in str(p) for p in render_capacity(data, True, True))
 
 
 def test_validate_serving_smoke():

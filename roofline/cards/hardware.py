@@ -89,6 +89,8 @@ class HardwareCard(Strict):
     l2_cache_bytes: Bytes | None = Field(None, alias="l2_cache")
     power_watts: Watts | None = Field(None, alias="power")
     price_usd: float | None = Field(None, ge=0)
+    # a cloud's on-demand rate for one such GPU, USD per GPU-hour: `capacity`'s default price (with its source)
+    cloud_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1000)
     sources: dict[str, str]
     uncertain: dict[str, str] = {}  # field -> why the value is uncertain
     efficiency: dict[str, Any] | None = None  # efficiency overrides for this card (roofline.perf.efficiency)

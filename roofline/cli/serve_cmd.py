@@ -145,6 +145,10 @@ def capacity_cmd(
             "load_point": {"min_requests": cap.MIN_REQUESTS, "min_arrival_s": cap.MIN_ARRIVAL_S,
                            "warmup_share": cap.WARMUP_SHARE, "overload_share": cap.OVERLOAD_SHARE,
                            "rate_tolerance": cap.RATE_TOLERANCE},
+            "prices": {h.name: {"usd_per_gpu_hour": prices[h.name],
+                                "source": ("--usd-per-gpu-hour" if usd_per_gpu_hour
+                                           else h.sources.get("cloud_usd_per_gpu_hour", ""))}
+                       for h in hws if h.name in prices},
             "configurations": rows}
     emit(data, as_json, lambda: render_capacity(data, bool(target_rate), bool(prices)))
 
@@ -173,6 +177,11 @@ def render_capacity(data: dict, target: bool, priced: bool):
         yield table("configurations left out", ["hardware", "GPUs", "weights", "KV", "why"],
                     [(r["hardware"], r["tp"], r["quant"], r["kv_quant"], r.get("why", "")) for r in skipped])
     lp = data["load_point"]
+    prices = data.get("prices") or {}
+    if prices and not any(p["source"] == "--usd-per-gpu-hour" for p in prices.values()):
+        listed = ", ".join(f"{name} ${p['usd_per_gpu_hour']:.2f}" for name, p in prices.items())
+        yield (f"$/M out tok at each card's cited cloud rate per GPU-hour ({listed}; sources in `roofline hw show "
+               "CARD`); give --usd-per-gpu-hour for your own")
     yield (f"each load point: max({lp['min_requests']} requests, {lp['min_arrival_s']:.0f} s of arrivals), the first "
            f"{lp['warmup_share']:.0%} not counted; overloaded when the queue grows by > {lp['overload_share']:.0%} of "
            f"the arrivals; bisection to {lp['rate_tolerance']:.0%}. 'in system': requests in flight at that rate "

@@ -202,9 +202,10 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
 
 
 def parse_prices(text: str | None, hws: list[HardwareCard]) -> dict[str, float]:
-    """--usd-per-gpu-hour: one price for every card ('3.5') or per card ('h100-sxm=3.99,b200=6.69')."""
+    """--usd-per-gpu-hour: one price for every card ('3.5') or per card ('h100-sxm=3.99,b200=6.69'); not given,
+    each card's cited cloud rate (`cloud_usd_per_gpu_hour`), where it has one."""
     if not text:
-        return {}
+        return {h.name: h.cloud_usd_per_gpu_hour for h in hws if h.cloud_usd_per_gpu_hour}
     names = {h.name for h in hws}
     try:
         if "=" not in text:
