@@ -67,7 +67,8 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias or path to a
         for label, value in (("compute units", card.compute_units), ("L2 cache", card.l2_cache_bytes and f"{card.l2_cache_bytes / 1e6:g} MB"),
                              ("power", card.power_watts and f"{card.power_watts:g} W"),
                              ("price", card.price_usd and f"${card.price_usd:,.0f}"),
-                             ("cloud price", card.cloud_usd_per_gpu_hour and f"${card.cloud_usd_per_gpu_hour:.2f} per GPU-hour")):
+                             ("cloud price",
+                              card.cloud_usd_per_gpu_hour and f"${card.cloud_usd_per_gpu_hour:.2f} per GPU-hour")):
             if value:
                 rows.append((label, value))
         yield table(card.name, ["field", "value"], rows)
