@@ -115,3 +115,15 @@ def test_bad_fits_input(args, message):
     out = run_cli("fits", "--model", "llama-3.1-8b", "--hw", "h100-sxm", *args)
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
     assert out.stderr.count("\n") == 1
+
+
+def test_fits_takes_ollama_s_default_context_cut_to_the_model():
+    """`fits --runtime ollama`: an RTX 5090 (32 GB = 29.8 GiB) gets the 32k tier; a DGX Spark's 256k tier is cut to
+    Llama 3.3 70B's 131,072-token context, as Ollama's server cuts it."""
+    def fits(hw, model):
+        out = run_cli("fits", "-m", model, "--hw", hw, "--runtime", "ollama", "--quant", "q4_k_m", "--json")
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+    five, spark = fits("rtx-5090", "llama-3.1-8b"), fits("dgx-spark", "llama-3.3-70b")
+    assert five["context_tokens"] == 32768 and five["memory_policy"]["context_default"]
+    assert spark["context_tokens"] == 131072 and spark["memory_policy"]["context_capped_at_model"]

@@ -17,7 +17,8 @@ from roofline.perf.efficiency import Efficiency, expected_efficiency
 
 PROFILES = sorted((REPO / "runtimes").glob("*.yaml"))
 CONTRACT = {"max_num_batched_tokens", "max_num_seqs", "chunked_prefill", "block_size_tokens", "parallel_slots",
-            "slot_context_tokens", "memory_policy", "gpu_memory_utilization", "default_context_tokens"}
+            "slot_context_tokens", "memory_policy", "gpu_memory_utilization", "default_context_tokens",
+            "default_context_tiers"}
 
 
 def test_every_issue_runtime_is_bundled():
@@ -92,6 +93,8 @@ def _bad_profile(tmp_path: Path, change) -> Path:
     (lambda d: d.update(efficiency={"nvidia": {"compute_quantized": {"int3": 0.2}}}), "compute_quantized.int3"),
     (lambda d: d.update(quantized_kernel_family=True), "quantized_kernel_family"),
     (lambda d: d.update(efficiency={"nvidia": {"compute_quantized": {"int8": 1.5}}}), "compute_quantized.int8"),
+    (lambda d: d["memory"].update(default_context_tiers=[{"tokens": 4096}, {"below": "24 GiB", "tokens": 8192}]),
+     "default_context_tiers"),
 ])
 def test_bad_profiles_are_one_line_exit_2(tmp_path, change, match):
     cards = _bad_profile(tmp_path, change)
@@ -150,6 +153,15 @@ def test_serving_policy_follows_the_version():
     assert vllm.serving_policy("0.6.0")["max_num_batched_tokens"] == 512
     assert vllm.serving_policy()["max_num_batched_tokens"] == 8192
     assert CardStore().runtime("ollama").profile.serving_policy("0.5.0")["default_context_tokens"] == 2048
+
+
+@pytest.mark.parametrize("version, gib, tokens", [
+    (None, 22.35, 4096), (None, 29.8, 32768), (None, 48, 262144), (None, None, 4096), ("0.6.4", 119.7, 4096)])
+def test_ollama_default_context_follows_the_gpu_memory(version, gib, tokens):
+    """Ollama 0.15.5 on: 4k below 24 GiB, 32k to 48 GiB, 256k above; before it (or no device named): 4096."""
+    policy = CardStore().runtime("ollama").profile.serving_policy(version, gib and gib * 2**30)
+    assert policy["default_context_tokens"] == tokens
+
 
 
 def test_profile_applies_on_top_of_the_kind_defaults():

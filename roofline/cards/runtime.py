@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from roofline.cards.formats import GGUF_FORMATS, MATH_DTYPES, card_format
+from roofline.cards.quantity import PositiveBytes
 from roofline.cards.schema import Strict, card_name
 
 Fraction = float  # (0, 1], checked by EfficiencyOverrides
@@ -107,12 +108,33 @@ class Scheduler(Strict):
     slot_context_tokens: int | None = Field(None, gt=0)
 
 
+class ContextTier(Strict):
+    """One tier of a default context that depends on the device's memory: `tokens` where the GPU memory (summed over
+    the GPUs) is below `below`; no `below`: every larger device."""
+
+    below_bytes: PositiveBytes | None = Field(None, alias="below")
+    tokens: int = Field(gt=0)
+
+
 class MemoryPolicy(Strict):
     """RUNTIME_SCHEDULER.md: how the runtime sizes its KV cache."""
 
     policy: Literal["preallocate", "on_demand", "per_slot"] | None = None
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     default_context_tokens: int | None = Field(None, gt=0)
+    # the default context by device memory (Ollama from 0.15.5), smallest tier first; default_context_tokens stays
+    # the answer where no device is named
+    default_context_tiers: list[ContextTier] | None = None
+
+    @model_validator(mode="after")
+    def _tiers_ascend(self):
+        tiers = self.default_context_tiers
+        if tiers is not None:
+            bounds = [t.below_bytes for t in tiers]
+            if not tiers or bounds[-1] is not None or None in bounds[:-1] or bounds[:-1] != sorted(bounds[:-1]):
+                raise ValueError("default_context_tiers: list tiers smallest first, each with `below` (a memory size) "
+                                 "but the last, which has none")
+        return self
 
 
 class Version(Strict):
@@ -231,15 +253,19 @@ class RuntimeProfile(Strict):
     def version_names(self) -> list[str]:
         return [v.version for v in self.versions]
 
-    def serving_policy(self, version: str | None = None) -> dict:
+    def serving_policy(self, version: str | None = None, memory_bytes: float | None = None) -> dict:
         """RUNTIME_SCHEDULER.md's fields for the serving simulator (None = generic default), at `version`'s range
-        (None: the newest)."""
+        (None: the newest); the default context for a device of `memory_bytes` of GPU memory where it depends on it
+        (`default_context_tiers`)."""
         sched, mem = self.scheduler.model_dump(), self.memory.model_dump()
         for entry in self.versions_up_to(version):
             sched.update({k: v for k, v in entry.scheduler.model_dump().items() if v is not None})
             mem.update({k: v for k, v in entry.memory.model_dump().items() if v is not None})
+        context, tiers = mem["default_context_tokens"], mem["default_context_tiers"]
+        if tiers and memory_bytes is not None:
+            context = next(t["tokens"] for t in tiers if t["below_bytes"] is None or memory_bytes < t["below_bytes"])
         return {**sched, "memory_policy": mem["policy"], "gpu_memory_utilization": mem["gpu_memory_utilization"],
-                "default_context_tokens": mem["default_context_tokens"]}
+                "default_context_tokens": context, "default_context_tiers": tiers}
 
     def versions_up_to(self, version: str | None) -> list[Version]:
         """The version entries in effect at `version` (None: all), oldest first; later entries override earlier."""

@@ -26,6 +26,7 @@ from roofline.cli.output import Column, emit, table
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import check_runtime_supports
 from roofline.perf.parallel import check_parallel
+from roofline.perf.serving.policy import replica_memory_bytes
 from roofline.perf.workload import make_workload
 from roofline.sizing.alternatives import what_would_fit
 from roofline.sizing.memory import (
@@ -82,9 +83,14 @@ def fits_cmd(
         raise RooflineError(f"--runtime-memory: {err}") from None
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_runtime_supports(choice, card, hwc, wl.quant, wl.kv_quant)
-    policy_of = None if choice is None else choice.profile.serving_policy(choice.version or choice.range_start)
+    policy_of = None if choice is None else choice.profile.serving_policy(
+        choice.version or choice.range_start, replica_memory_bytes(hwc, wl.tp * wl.pp))
     hwc, ctx, block_tokens, max_step_tokens, policy = runtime_memory_view(
         policy_of, hwc, None if context is None else tokens("--context", context), block_tokens, max_step_tokens)
+    if policy["context_default"] and ctx > card.architecture.max_context:
+        # a default beyond the model's trained context is cut to it (Ollama's llm/server.go: "requested context size
+        # too large for model"); a --context asked for stays as asked, with a note
+        ctx, policy["context_capped_at_model"] = card.architecture.max_context, True
     dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes)
     b = memory_budget(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     data = {"runtime": runtime_label(choice), "memory_policy": policy, "block_tokens": block_tokens,
@@ -130,7 +136,8 @@ def _policy_line(d: dict) -> str | None:
                 f"its KV pool: the max concurrency is what that pool holds")
     if p["policy"] == "per_slot":
         how = "its default context" if p["context_default"] else "the context asked for"
-        return f"{d['runtime']} allocates {how} ({d['context_tokens']:,} tokens) per slot when the model loads"
+        capped = ", cut to the model's trained context" if p.get("context_capped_at_model") else ""
+        return f"{d['runtime']} allocates {how}{capped} ({d['context_tokens']:,} tokens) per slot when the model loads"
     return None
 
 

@@ -50,8 +50,8 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     if network_gbps is not None and not network_gbps > 0:
         raise RooflineError(f"--network-gbps: must be > 0, got {network_gbps}")
     eff = runtime_efficiency(choice, card, hwc, wl)
-    fleet = build_fleet(card, hwc, wl, policy_for(choice), replicas, router.replace("-", "_"), parse_disagg(disagg),
-                        network_gbps * 1e9 / 8 if network_gbps else None, eff=eff)
+    fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp), replicas, router.replace("-", "_"),
+                        parse_disagg(disagg), network_gbps * 1e9 / 8 if network_gbps else None, eff=eff)
     trace_path = Path(trace) if trace else None
     prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
     with progress("simulating requests", None if trace else requests) as advance:

@@ -133,7 +133,7 @@ def _closed_loop_rows(card, hwc, wl, choice, eff, levels, static_rows, requests_
 
     for n in levels:  # every level checked before the first is simulated
         check_size(1, n)
-    fleet = build_fleet(card, hwc, wl, policy_for(choice), eff=eff)
+    fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp), eff=eff)
     prompt, output = Lengths("fixed", wl.prompt_tokens), Lengths("fixed", wl.output_tokens)
     rows = []
     with progress("simulating the closed loops", sum(levels) * requests_per_client) as advance:

@@ -152,7 +152,8 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
            "kv_quant": cfg.kv_quant}
     try:
         check_runtime_supports(runtime, card, cfg.hw, wl.quant, wl.kv_quant)
-        fleet = build_fleet(card, cfg.hw, wl, policy_for(runtime), eff=expected_efficiency(cfg.hw, runtime))
+        fleet = build_fleet(card, cfg.hw, wl, policy_for(runtime, cfg.hw, cfg.tp),
+                            eff=expected_efficiency(cfg.hw, runtime))
     except RooflineError as err:
         return {**row, "fits": False, "why": str(err)}
     alone = alone_misses(fleet, prompt, output, slo)

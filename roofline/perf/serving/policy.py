@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
+from roofline.cards.hardware import HardwareCard
 from roofline.cards.runtime import RuntimeChoice
 from roofline.errors import RooflineError
 
 MEMORY_POLICIES = ("preallocate", "on_demand", "per_slot")
+
+
+def replica_memory_bytes(hw: HardwareCard | None, gpus: int = 1) -> float | None:
+    """The GPU memory a runtime finds on one replica: the card's usable memory (unified parts: less the OS's share)
+    over its GPUs; None without a card."""
+    return None if hw is None else hw.memory.usable_bytes * gpus
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,7 @@ class ServingPolicy:
     memory_policy: str = "preallocate"  # preallocate | on_demand | per_slot
     gpu_memory_utilization: float = 0.9  # share of the GPU the runtime may use for weights, activations and KV
     default_context_tokens: int | None = None  # a runtime's context when none is asked for (Ollama num_ctx)
+    default_context_tiers: list | None = None  # where that default depends on the device's memory (shown only)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -54,12 +62,13 @@ class ServingPolicy:
         return self.parallel_slots or self.max_num_seqs
 
 
-def policy_for(choice: RuntimeChoice | None) -> ServingPolicy:
+def policy_for(choice: RuntimeChoice | None, hw: HardwareCard | None = None, gpus: int = 1) -> ServingPolicy:
     """The serving policy of a runtime profile at the chosen version (`RuntimeProfile.serving_policy`: the
-    profile YAML is the one source of these limits), named by its label ('vllm@0.8.0+'); None: generic."""
+    profile YAML is the one source of these limits), named by its label ('vllm@0.8.0+'); None: generic. `hw` and
+    `gpus` (one replica's) set a default context that depends on the GPU memory (Ollama's)."""
     if choice is None:
         return ServingPolicy.generic()
-    values = choice.profile.serving_policy(choice.version or choice.range_start)
+    values = choice.profile.serving_policy(choice.version or choice.range_start, replica_memory_bytes(hw, gpus))
     # per-slot runtimes (llama.cpp, Ollama) keep each slot's own context: no block cache shared across requests
     caching = values.get("memory_policy") != "per_slot"
     return ServingPolicy.from_dict({**values, "name": choice.label, "prefix_caching": caching,

@@ -32,7 +32,8 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
     slots = policy.effective_max_seqs
     dep = Deployment(wl.tp, wl.pp, policy.block_size_tokens, policy.max_num_batched_tokens)
     if policy.memory_policy == "per_slot":
-        ctx = policy.slot_context_tokens or policy.default_context_tokens or card.architecture.max_context
+        ctx = min(policy.slot_context_tokens or policy.default_context_tokens or card.architecture.max_context,
+                  card.architecture.max_context)  # a default beyond the model's context is cut to it (Ollama)
         budget = memory_budget(card, hw, wl.quant, wl.kv_quant, ctx, slots, dep)
         if not bool(budget.fits):
             raise RooflineError(f"{card.name} on {hw.name}: {slots} slots of {ctx:,} tokens need "
