@@ -93,6 +93,7 @@ def progress(label: str, total: float | None) -> Iterator[Callable[[int], None]]
     err = console(stderr=True)
     with Progress(transient=True, console=err, auto_refresh=False, disable=not err.is_terminal) as bar:
         task, last = bar.add_task(label, total=total), [0.0]
+        bar.refresh()  # shown before the first step, which may take long
 
         def advance(n: int = 1) -> None:
             bar.advance(task, n)

@@ -19,7 +19,7 @@ from roofline.calibrate.validation import (
     summarize_points,
 )
 from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
-from roofline.cli.output import Column, console, emit, table
+from roofline.cli.output import Column, emit, progress, table
 from roofline.engine import load
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import expected_efficiency
@@ -90,11 +90,8 @@ def _engine_shapes(st, hw: str | None, device: str, dtype: str | None, spec: dic
         for name in spec["cards"]:
             st.model(name)  # an unknown card fails here, before any engine starts
         shapes = grid_shapes(spec)
-    from rich.progress import Progress
-
-    with Progress(transient=True, console=console(stderr=True)) as bar:
-        task = bar.add_task("running fresh engine shapes", total=len(shapes) * spec["passes"])
-        points = engine_points(card, st, device, dtype, spec, lambda: bar.advance(task), shapes)
+    with progress("running fresh engine shapes", len(shapes) * spec["passes"]) as advance:
+        points = engine_points(card, st, device, dtype, spec, advance, shapes)
     if out:
         from roofline.report.plots import plot_validation
 
@@ -127,21 +124,12 @@ def _error_table(title: str, metrics: dict):
 def _by_source(st, paths: list[Path], as_json: bool, jobs: int) -> None:
     """Leave-one-source-out over the rows of `paths` (minutes: every source's groups are refitted without it),
     fitted in `jobs` processes under a progress bar."""
-    from rich.progress import Progress
-
     from roofline.calibrate.row_params import fit_rows
     from roofline.calibrate.runtime_fit import leave_one_source_out, loso_table
 
     rows = [r for p in paths for r in read_published(p)]
     fitted = fit_rows(rows, st)
-    with Progress(transient=True, console=console(stderr=True), auto_refresh=False) as bar:  # no thread to fork
-        task = bar.add_task("fitting without each source", total=len({r.source for r in fitted}))
-        bar.refresh()
-
-        def advance():
-            bar.advance(task)
-            bar.refresh()
-
+    with progress("fitting without each source", len({r.source for r in fitted})) as advance:  # forks: no thread
         results = leave_one_source_out(fitted, st, advance=advance, workers=jobs)
     data = {"files": [str(p) for p in paths], "rows": len(rows), "fitted_rows": len(fitted),
             "by_runtime": loso_table(results), "by_runtime_hardware": loso_table(results, by="hardware")}
