@@ -2,17 +2,19 @@
 # Calibrate and validate on a CUDA GPU in one go; every result lands as JSON under $WORK (default /tmp/roofline-cuda),
 # packed after each step into $OUT/results.tgz when OUT is set.
 #
-#   STEPS="datasheet quick whole" benchmarks/cuda_calibrate.sh   # needs torch with CUDA and roofline importable
+#   STEPS="graphs quick serving whole" benchmarks/cuda_calibrate.sh   # needs torch with CUDA and roofline importable
 #
-# 1. validate on fresh engine shapes with the bundled datasheet card (default efficiencies), 2. calibrate --quick,
-# 3. validate again with the calibrated card, 4. the full grid and validate, 5. whole cards served by the engine
-# beside the calibrated prediction. Each step has its own time limit so one slow step cannot take the rest.
+# graphs: benchmarks/cuda_graphs.py's decode targets (CUDA graphs and eager); datasheet: validate on fresh engine
+# shapes with the bundled datasheet card (default efficiencies); quick / full: calibrate, then validate again with
+# the calibrated card; serving: validate --serving with the calibrated card, then the same loop on whole
+# qwen2.5-7b (28 layers, full vocabulary, longer prompts); whole: whole cards run by the engine beside the
+# calibrated prediction. Each step has its own time limit so one slow step cannot take the rest.
 set -uo pipefail
 WORK=${WORK:-/tmp/roofline-cuda}
-STEPS=${STEPS:-"datasheet quick full whole"}
+STEPS=${STEPS:-"graphs datasheet quick full serving whole"}
 mkdir -p "$WORK"
 export PYTHONUNBUFFERED=1
-RL="python3 -m roofline"
+RL="python3 -m roofline --debug"  # --debug: a failure leaves its traceback in NAME.err
 run() {  # run NAME SECONDS CMD...: stdout -> $WORK/NAME.json, stderr -> $WORK/NAME.err, wall time and exit code
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
@@ -23,19 +25,25 @@ run() {  # run NAME SECONDS CMD...: stdout -> $WORK/NAME.json, stderr -> $WORK/N
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$WORK/gpu.txt"
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())" | tee -a "$WORK/gpu.txt"
 HW=$(python3 -c "from roofline.engine.device import name; from roofline.cards.store import CardStore; print(CardStore().hardware(name('cuda')).name)")
+export HW
 echo "datasheet card: $HW" | tee -a "$WORK/gpu.txt"
 for step in $STEPS; do
   case $step in
     datasheet) ROOFLINE_HOME="$WORK/none" run validate_datasheet 150 $RL validate --hw "$HW" --engine-shapes --device cuda --dtype bf16 --json ;;
     quick) export ROOFLINE_HOME="$WORK/quick"
       run calibrate_quick 200 $RL calibrate --device cuda --quick --json
-      run validate_quick 150 $RL validate --hw "$HW" --engine-shapes --device cuda --json ;;
+      run validate_quick 100 $RL validate --hw "$HW" --engine-shapes --device cuda --json ;;
     full) export ROOFLINE_HOME="$WORK/full"
       run calibrate_full 400 $RL calibrate --device cuda --json
       run validate_full 150 $RL validate --hw "$HW" --engine-shapes --device cuda --json ;;
+    graphs) run graphs 90 python3 benchmarks/cuda_graphs.py --skip-calibrate ;;
+    serving) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"
+      run serving 75 $RL validate --serving --hw "$HW" --device cuda --json
+      run serving_whole 100 python3 benchmarks/serving_whole.py ;;
     whole) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"
-      for m in llama-3.1-8b gemma-3-4b; do for b in 1 16; do
-        run "engine_${m}_b$b" 120 $RL engine run --device cuda --dtype bf16 --model "$m" --prompt 1024 --output 64 --batch $b --json
+      for m in ${WHOLE_MODELS:-llama-3.1-8b gemma-3-4b}; do for b in 1 16; do
+        run "engine_${m}_b$b" 45 $RL engine run --device cuda --dtype bf16 --model "$m" --prompt 1024 --output 64 \
+          --batch $b --hw "$HW" --json
       done; done ;;
   esac
 done

@@ -127,6 +127,11 @@ class LLMEngine:
                             min(self.cfg.graph_max_batch, self.cfg.max_num_seqs), max_blocks, self.device,
                             use_graphs=self.device.type == "cuda")
 
+    def capture_graphs(self) -> None:
+        """Capture every decode bucket's CUDA graph now rather than at its first step (a no-op without graphs)."""
+        if self.decode_runner is not None:
+            self.decode_runner.capture_all()
+
     @property
     def mode(self) -> str:
         """How decode steps run: "graphs", "static" or "eager"."""

@@ -228,6 +228,19 @@ def test_bad_activation_cost_in_a_calibration_is_one_line(tmp_path):
     assert r.returncode == 2 and "activation_cost" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_gpu_calibration_that_keeps_no_gemm_floor_loads(tmp_path):
+    """A GPU fit starts gemm_floor at its default 0 (no floor) and writes it back when no trial beats it (as
+    `calibrate --device cuda --quick` did on an H100); predict must read that card, and refuse a floor above 1."""
+    data = STORE.hardware("h100-sxm").model_dump(mode="json", by_alias=True, exclude_none=True)
+    (tmp_path / "hardware").mkdir()
+    for floor, code in ((0.0, 0), (1.5, 2)):
+        data["calibration"] = {"values": {"memory": 0.79, "gemm_floor": floor, "kernel_overhead_s": 2.4e-5}}
+        (tmp_path / "hardware" / "h100-sxm.yaml").write_text(yaml.safe_dump(data))
+        r = run_cli("predict", "--model", "llama-3.1-8b", "--hw", "h100-sxm", "--cards", str(tmp_path), "--json")
+        assert r.returncode == code, r.stderr
+        assert ("gemm_floor" in r.stderr) == bool(code) and "Traceback" not in r.stderr
+
+
 def test_qk_norm_is_charged_and_splits_with_the_heads():
     from roofline.perf.ops import Step, step_ops
     from roofline.perf.parallel import shard_ops

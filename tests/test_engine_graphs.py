@@ -106,7 +106,8 @@ torch.manual_seed(0)
 cache = PagedKV(12, 4, 2, 16, torch.float32, "cpu")
 cache.k.normal_(); cache.v.normal_()
 q, tables, lens = torch.randn(3, 8, 16), torch.randint(0, 12, (3, 5)), torch.tensor([1, 9, 20])
-for window in (None, 6):
+for window, min_blocks in ((None, 4), (6, 4), (None, 1), (6, 1), (None, 2), (3, 2)):
+    paged_kernel.MIN_PARTITION_BLOCKS = min_blocks  # 1, 5 or 2 partitions of the 5 table entries
     out = paged_kernel.paged_decode(q, cache.k, cache.v, tables, lens, 4, 0.25, window)
     k, v = cache.read_blocks(tables)
     pos = torch.arange(20)
@@ -120,9 +121,56 @@ print("ok")
 
 
 def test_triton_paged_kernel_under_the_interpreter():
-    """The Triton kernel against a per-sequence softmax, on CPU tensors through TRITON_INTERPRET=1."""
+    """The Triton kernel against a per-sequence softmax, on CPU tensors through TRITON_INTERPRET=1, with the context
+    in one partition and split over several (some of them holding no visible position)."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])}
     run = subprocess.run([sys.executable, "-c", TRITON_CHECK], capture_output=True, text=True, timeout=300,
                          cwd=REPO, env=env)
     assert run.returncode == 0 and "ok" in run.stdout, run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("family", sorted(TINY))
+def test_the_predictor_knows_which_cards_the_engine_captures(family):
+    """perf.request.graph_capturable (the predictor's rule, torch-free) says what graphs.capturable says of the
+    built model: MoE routing and recurrent layers keep decode uncaptured."""
+    from roofline.engine.model.graphs import capturable
+
+    from roofline.perf.request import graph_capturable
+
+    eng = _engine(TINY[family], True, graph_max_batch=4)
+    assert graph_capturable(eng.card) == capturable(eng.model)
+
+
+def test_timing_more_sequences_than_the_pool_holds_names_the_fix():
+    from roofline.engine.measure.bench import measure_both
+    from roofline.engine.model.transformer import EngineError
+
+    eng = _engine(TINY["llama"], True, graph_max_batch=4)  # 64 blocks of 16 tokens
+    with pytest.raises(EngineError, match="max_kv_bytes"):
+        measure_both(eng, "decode", 8, 200, 1, repeats=2)  # 8 x 14 blocks
+    assert eng.blocks.num_free == 64  # nothing was taken
+
+
+@pytest.mark.parametrize("sequences, kv_heads, max_blocks, expected", [
+    (1, 8, 256, (64, 4)),  # batch 1: the context split into 64 partitions of 4 blocks
+    (32, 8, 256, (4, 64)),  # 256 programs already: few partitions
+    (512, 8, 256, (1, 256)),  # more programs than the target: one partition, as before the split
+    (1, 8, 3, (1, 3)),  # fewer blocks than a partition's minimum
+])
+def test_partitions_fill_the_gpu_without_splitting_too_fine(sequences, kv_heads, max_blocks, expected):
+    from roofline.engine.model import paged_kernel
+
+    parts, per_part = paged_kernel.partitions(sequences, kv_heads, max_blocks)
+    assert (parts, per_part) == expected and parts * per_part >= max_blocks
+
+
+def test_padding_every_row_points_its_writes_at_the_scratch_block():
+    eng = _engine(TINY["llama"], True, graph_max_batch=4)
+    runner = eng.decode_runner
+    eng.generate([[1, 2, 3], [4, 5]], 3)  # the buffers now hold live rows
+    runner.pad_inputs()
+    assert runner.inputs.slots.tolist() == [runner.scratch_slot] * 4 and runner.inputs.kv_lens.tolist() == [1] * 4
+    assert runner.inputs.block_tables.abs().sum() == 0 and runner.inputs.ids.abs().sum() == 0
+    eng.capture_graphs()  # the CPU captures nothing: its steps stay static, uncaptured
+    assert runner.graphs == {} and eng.mode == "static"

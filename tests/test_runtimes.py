@@ -10,10 +10,11 @@ import yaml
 from conftest import REPO, run_cli
 
 from roofline.calibrate.published import engine_runtime, predict_row, read_rows, runtime_of, source_document
-from roofline.cards.runtime import FRACTION_FIELDS, NUMBER_FIELDS, EfficiencyOverrides, RuntimeProfile, version_key
+from roofline.cards.runtime import (FLOOR_FIELDS, FRACTION_FIELDS, NUMBER_FIELDS, EfficiencyOverrides, RuntimeProfile,
+                                   version_key)
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError, UnknownNameError
-from roofline.perf.efficiency import Efficiency, expected_efficiency
+from roofline.perf.efficiency import FLOORS, FRACTIONS, Efficiency, expected_efficiency
 
 PROFILES = sorted((REPO / "runtimes").glob("*.yaml"))
 CONTRACT = {"max_num_batched_tokens", "max_num_seqs", "chunked_prefill", "block_size_tokens", "parallel_slots",
@@ -138,7 +139,17 @@ def test_schema_fields_match_efficiency():
     # activation_cost is measured per device by calibrate (its calibration section), not a profile's figure
     names = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "compute_quantized",
                                                     "kernel_dtypes", "activation_cost", "flash_attention"}
-    assert set(FRACTION_FIELDS) | set(NUMBER_FIELDS) == names
+    assert set(FRACTION_FIELDS) | set(FLOOR_FIELDS) | set(NUMBER_FIELDS) == names
+    assert (set(FRACTIONS), set(FLOORS)) == (set(FRACTION_FIELDS), set(FLOOR_FIELDS))
+
+
+def test_the_gemm_floor_may_be_zero_but_not_above_one():
+    # 0 is the GPU default (no floor), which a GPU calibration keeps when no trial beats it
+    assert EfficiencyOverrides(gemm_floor=0.0).gemm_floor == 0.0
+    with pytest.raises(ValueError, match="gemm_floor"):
+        EfficiencyOverrides(gemm_floor=1.5)
+    with pytest.raises(ValueError, match="memory"):
+        EfficiencyOverrides(memory=0.0)
     assert "flash_attention" in EfficiencyOverrides.model_fields  # a switch, neither a fraction nor a number
 
 

@@ -23,6 +23,7 @@ from roofline.engine.core.sequence import Sequence, Status
 from roofline.engine.device import name as device_name
 from roofline.engine.engine import DTYPES, LLMEngine
 from roofline.engine.model.modules import matrix_vector_rows as _rows
+from roofline.engine.model.transformer import EngineError
 
 
 def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int, room: int) -> list[Sequence]:
@@ -31,6 +32,10 @@ def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int, room: int)
     it: a step's cost does not depend on the cached K/V values (the pool holds whatever it held), and priming
     batch 32 x 2048 tokens would cost more than the grid itself."""
     vocab = eng.card.architecture.vocab_size
+    pool = len(eng.blocks.ref_count) * eng.cfg.block_size
+    if eng.blocks.blocks_needed(room) * batch > eng.blocks.num_free:
+        raise EngineError(f"{batch} sequences of {room} tokens need more than the KV pool's {pool} tokens; build the "
+                          f"engine with a larger max_kv_bytes")
     seqs = []
     for b in range(batch):
         seq = Sequence([(b * 7919 + i * 104729) % vocab for i in range(context + new_tokens)], 1)

@@ -127,6 +127,24 @@ class DecodeRunner:
             self.mode = "static"
         return logits[:len(work)]
 
+    def capture_all(self) -> None:
+        """Capture every bucket now (a server does this at start-up, so no request waits on a capture): the buffers
+        hold padding rows, whose K/V writes land in the scratch block."""
+        if not self.use_graphs:
+            return
+        self.pad_inputs()
+        for bucket in self.buckets:
+            if bucket not in self.graphs:
+                self._capture(bucket)
+
+    def pad_inputs(self) -> None:
+        """Every row of the static buffers a padding row: token 0 at position 0, writing to the scratch slot."""
+        x = self.inputs
+        for t in (x.ids, x.positions, x.block_tables):
+            t.zero_()
+        x.slots.fill_(self.scratch_slot)
+        x.kv_lens.fill_(1)
+
     def _copy_in(self, work: list[Scheduled], bucket: int) -> None:
         host = host_inputs(work, bucket, self.max_blocks, self.block_size, self.scratch_slot)
         buf = self.inputs.view(bucket)

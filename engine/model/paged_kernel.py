@@ -27,26 +27,68 @@ def usable(q: torch.Tensor, cache) -> bool:
     return q.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"
 
 
+# Partitions of a sequence's context run in parallel (flash-decoding): at batch 1 one program per KV head alone
+# leaves most of a GPU idle and walks the context serially. Enough programs to fill a large GPU several times over
+# (an H100 has 132 SMs), each taking at least MIN_PARTITION_BLOCKS blocks (so its partial result is worth keeping).
+TARGET_PROGRAMS = 1024
+MIN_PARTITION_BLOCKS = 4
+
+
+def partitions(sequences: int, kv_heads: int, max_blocks: int) -> tuple[int, int]:
+    """(partitions per sequence and KV head, blocks per partition) for `max_blocks` table entries per sequence."""
+    want = max(1, -(-TARGET_PROGRAMS // max(sequences * kv_heads, 1)))
+    parts = max(1, min(want, max_blocks // MIN_PARTITION_BLOCKS))
+    return parts, -(-max_blocks // parts)
+
+
 def paged_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, tables: torch.Tensor, kv_lens: torch.Tensor,
                  block_size: int, scale: float, window: int | None) -> torch.Tensor:
-    """q [S, H, D]; k, v [num_blocks * block_size, K, D]; tables [S, W] long; kv_lens [S] long -> [S, H, D]."""
+    """q [S, H, D]; k, v [num_blocks * block_size, K, D]; tables [S, W] long; kv_lens [S] long -> [S, H, D].
+    Each (sequence, KV head, partition) program attends over its share of the blocks with an online softmax and
+    writes its running max, denominator and weighted sum; the partitions are then merged (shapes depend on S and W
+    only: capturable)."""
     s, h, d = q.shape
     kv = k.shape[1]
     group = h // kv
-    out = torch.empty(s, h, d, dtype=q.dtype, device=q.device)
-    _decode_kernel[(s, kv)](q, k, v, tables, kv_lens, out, scale, window or NO_WINDOW,
-                            q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
-                            tables.stride(0), out.stride(0), out.stride(1),
-                            G=group, GP=max(triton.next_power_of_2(group), 2), D=d, DP=triton.next_power_of_2(d),
-                            BS=block_size)
-    return out
+    parts, per_part = partitions(s, kv, tables.shape[1])
+    m = torch.empty(s, h, parts, dtype=torch.float32, device=q.device)
+    den = torch.empty_like(m)
+    acc = torch.empty(s, h, parts, d, dtype=torch.float32, device=q.device)
+    _decode_kernel[(s, kv, parts)](q, k, v, tables, kv_lens, m, den, acc, scale, window or NO_WINDOW,
+                                   q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
+                                   tables.stride(0), m.stride(0), m.stride(1), acc.stride(0), acc.stride(1),
+                                   acc.stride(2), G=group, GP=max(triton.next_power_of_2(group), 2), D=d,
+                                   DP=triton.next_power_of_2(d), BS=block_size, PB=per_part,
+                                   INTERPRET=os.environ.get("TRITON_INTERPRET") == "1")
+    weight = torch.exp(m - m.amax(-1, keepdim=True))  # [S, H, P]; 0 for a partition with nothing visible
+    out = (acc * weight[..., None]).sum(2) / (den * weight).sum(-1, keepdim=True)
+    return out.to(q.dtype)
 
 
 if triton is not None:
     @triton.jit
-    def _decode_kernel(Q, K, V, T, L, O, scale, window, sq_s, sq_h, sk_t, sk_h, sv_t, sv_h, st_s, so_s, so_h,
-                       G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr, DP: tl.constexpr, BS: tl.constexpr):
-        s, kh = tl.program_id(0), tl.program_id(1)
+    def _attend_block(K, V, T, q, m, den, acc, b, s, kh, length, lo, scale, sk_t, sk_h, sv_t, sv_h, st_s, d, dm, t,
+                      BS: tl.constexpr):
+        """Fold block `b` of sequence `s` (its positions in [lo, length)) into the online softmax (m, den, acc)."""
+        block = tl.load(T + s * st_s + b)
+        pos = b * BS + t
+        seen = (pos < length) & (pos >= lo)
+        rows = block * BS + t
+        kmask = seen[:, None] & dm[None, :]
+        kb = tl.load(K + rows[:, None] * sk_t + kh * sk_h + d[None, :], mask=kmask, other=0.0).to(tl.float32)
+        vb = tl.load(V + rows[:, None] * sv_t + kh * sv_h + d[None, :], mask=kmask, other=0.0).to(tl.float32)
+        scores = tl.sum(q[:, None, :] * kb[None, :, :], 2) * scale  # [GP, BS]
+        scores = tl.where(seen[None, :], scores, float("-inf"))
+        m_new = tl.maximum(m, tl.max(scores, 1))
+        p = tl.exp(scores - m_new[:, None])
+        alpha = tl.exp(m - m_new)
+        return m_new, den * alpha + tl.sum(p, 1), acc * alpha[:, None] + tl.sum(p[:, :, None] * vb[None, :, :], 1)
+
+    @triton.jit
+    def _decode_kernel(Q, K, V, T, L, M, DEN, ACC, scale, window, sq_s, sq_h, sk_t, sk_h, sv_t, sv_h, st_s, sm_s,
+                       sm_h, sa_s, sa_h, sa_p, G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr,
+                       DP: tl.constexpr, BS: tl.constexpr, PB, INTERPRET: tl.constexpr):
+        s, kh, part = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         g, d, t = tl.arange(0, GP), tl.arange(0, DP), tl.arange(0, BS)
         gm, dm = g < G, d < D
         heads = kh * G + g  # [GP] query heads of this KV head
@@ -54,25 +96,22 @@ if triton is not None:
         q = q.to(tl.float32)
         length = tl.load(L + s)
         lo = tl.maximum(length - window, 0)  # first visible position
-        m = tl.full([GP], float("-inf"), tl.float32)  # running max of scores
+        first = tl.maximum(part * PB, lo // BS)  # this partition's blocks that hold a visible position
+        last = tl.minimum((part + 1) * PB, (length + BS - 1) // BS)
+        m = tl.full([GP], -1e30, tl.float32)  # running max of scores (finite: an empty partition weighs exp(-1e30))
         den = tl.zeros([GP], tl.float32)  # running softmax denominator
         acc = tl.zeros([GP, DP], tl.float32)  # running weighted sum of values
-        for b in range(lo // BS, tl.cdiv(length, BS)):  # every block holds at least one visible position
-            block = tl.load(T + s * st_s + b)
-            pos = b * BS + t
-            seen = (pos < length) & (pos >= lo)
-            rows = block * BS + t
-            kmask = seen[:, None] & dm[None, :]
-            kb = tl.load(K + rows[:, None] * sk_t + kh * sk_h + d[None, :], mask=kmask, other=0.0).to(tl.float32)
-            vb = tl.load(V + rows[:, None] * sv_t + kh * sv_h + d[None, :], mask=kmask, other=0.0).to(tl.float32)
-            scores = tl.sum(q[:, None, :] * kb[None, :, :], 2) * scale  # [GP, BS]
-            scores = tl.where(seen[None, :], scores, float("-inf"))
-            m_new = tl.maximum(m, tl.max(scores, 1))
-            p = tl.exp(scores - m_new[:, None])
-            alpha = tl.exp(m - m_new)
-            den = den * alpha + tl.sum(p, 1)
-            acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * vb[None, :, :], 1)
-            m = m_new
-        out = acc / den[:, None]
-        tl.store(O + s * so_s + heads[:, None] * so_h + d[None, :], out.to(O.dtype.element_ty),
-                 mask=gm[:, None] & dm[None, :])
+        if INTERPRET:  # Triton's interpreter takes no loop bound loaded from memory; a while loop it does take
+            b = first
+            while b < last:
+                m, den, acc = _attend_block(K, V, T, q, m, den, acc, b, s, kh, length, lo, scale, sk_t, sk_h, sv_t,
+                                            sv_h, st_s, d, dm, t, BS)
+                b += 1
+        else:
+            for b in range(first, last):
+                m, den, acc = _attend_block(K, V, T, q, m, den, acc, b, s, kh, length, lo, scale, sk_t, sk_h, sv_t,
+                                            sv_h, st_s, d, dm, t, BS)
+        out = gm[:, None] & dm[None, :]
+        tl.store(M + s * sm_s + heads * sm_h + part, m, mask=gm)
+        tl.store(DEN + s * sm_s + heads * sm_h + part, den, mask=gm)
+        tl.store(ACC + s * sa_s + heads[:, None] * sa_h + part * sa_p + d[None, :], acc, mask=out)

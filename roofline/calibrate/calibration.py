@@ -75,11 +75,12 @@ def predict_step(r: StepRecord, hw: HardwareCard, eff: Efficiency, store: CardSt
 
 
 def fit_records(records: list[StepRecord], hw: HardwareCard, store: CardStore, on_step=None,
-                gemv_max_tokens: int | None = None,
-                activation_cost: dict[str, float] | None = None) -> tuple[Efficiency, dict]:
+                gemv_max_tokens: int | None = None, activation_cost: dict[str, float] | None = None,
+                graph_limits: dict[str, float] | None = None) -> tuple[Efficiency, dict]:
     """Fit on the fitting split; report errors on both splits per phase. Returns (efficiency, summary).
     `gemv_max_tokens`, where the measured runtime states it, is taken as given; else tried on a grid;
-    `activation_cost` (measured) is kept as given."""
+    `activation_cost` (measured) is kept as given. `graph_limits` (graph_max_batch, graph_max_context), where the
+    engine replayed decode steps as CUDA graphs: their launch cost is fitted apart (`graph_kernel_overhead_s`)."""
     cache: dict = {}
     fit = [r for r in records if not is_held_out(r)]
     held = [r for r in records if is_held_out(r)]
@@ -91,6 +92,9 @@ def fit_records(records: list[StepRecord], hw: HardwareCard, store: CardStore, o
     measured = [r.seconds for r in fit]
     candidates = (gemv_max_tokens,) if gemv_max_tokens else GEMV_MAX_TOKENS
     base = replace(expected_efficiency(hw), activation_cost=activation_cost or {})
+    if graph_limits and any(r.mode == "graphs" for r in fit):  # starts at the ordinary launch cost
+        base = replace(base, graph_kernel_overhead_s=base.kernel_overhead_s, **graph_limits)
+        params = params + ("graph_kernel_overhead_s",)
     fits = [fit_efficiency(predict(fit), measured, replace(base, gemv_max_tokens=rows, **start),
                            params, on_step=on_step) for rows in candidates for start in FIT_STARTS]
     eff = min(fits, key=lambda e: fit_loss(predict(fit), measured, e))
@@ -117,8 +121,12 @@ def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured
                            "peak_flops": "measured by roofline calibrate (best GEMM shape per dtype)"}
         data.setdefault("uncertain", {}).pop("peak_flops", None)
         data["uncertain"].pop("memory.bandwidth", None)
-    names = GPU_PARAMS + ("gemv_max_tokens", "compute_fp32", "compute_bf16", "compute_int8", "compute_fp4")
+    names = GPU_PARAMS + ("gemv_max_tokens", "compute_fp32", "compute_bf16", "compute_int8", "compute_fp4",
+                          "graph_kernel_overhead_s", "graph_max_batch", "graph_max_context")
     values = {k: getattr(eff, k) for k in names if getattr(eff, k) is not None}
+    if eff.graph_kernel_overhead_s is None:  # limits without a fitted launch cost would say nothing
+        for limit in ("graph_max_batch", "graph_max_context"):
+            values.pop(limit, None)
     data["calibration"] = {
         **meta, "date": dt.date.today().isoformat(), "values": values, "microbench": measured,
         **({"activation_cost": eff.activation_cost} if eff.activation_cost else {}),

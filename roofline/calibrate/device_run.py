@@ -79,6 +79,12 @@ def fit_link(data: dict, base: HardwareCard, measured: dict, tp: int) -> dict:
     return with_collectives(data, fit, rate, measured_link=not card_rate)
 
 
+def graph_limits(cfg) -> dict[str, float]:
+    """The decode steps an engine of config `cfg` replays as CUDA graphs: up to its largest bucket of sequences,
+    each within its static block tables' reach."""
+    return {"graph_max_batch": float(cfg.graph_max_batch), "graph_max_context": float(cfg.graph_max_context)}
+
+
 def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: str | None = None,
               dtype: str | None = None, progress: Progress | None = None, tp: int = 1, eager: bool = False) -> dict:
     """Measure, run the grid (decode eagerly with `eager`), fit; with `tp` > 1 also time all-reduces over `tp`
@@ -113,7 +119,8 @@ def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: s
     progress.stage("fitting")
     eff, summary = fit_records(records, probe, store, on_step=lambda: progress.advance(0.1),
                                gemv_max_tokens=eng.bench.matrix_vector_rows(dev, dtype),
-                               activation_cost=activation_costs(measured["activations_s"]))
+                               activation_cost=activation_costs(measured["activations_s"]),
+                               graph_limits=None if eager else graph_limits(eng.engine.EngineConfig()))
     meta = {"device": eng.device.name(dev), **eng.device.versions(), "dtype": dtype, "grid": grid}
     data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
                            measured_peaks=peaks)

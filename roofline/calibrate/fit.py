@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from roofline.perf.efficiency import FRACTIONS, Efficiency
+from roofline.perf.efficiency import FLOORS, FRACTIONS, Efficiency
 
 STEPS = (2.0, 1.4, 1.18, 1.07, 1.02, 1.005)  # pattern search: multiplicative steps, coarse to fine
 # where an unset (0) parameter starts: a routing concentration of 0 means uniform, the limit of large values, so the
@@ -48,7 +48,7 @@ def fit_efficiency(predict: Callable[[Efficiency], Sequence[float]], measured: S
                         else best.attention if name == "scan" else 1e-6
                 current = current or UNSET_START.get(name, 1e-6 if name.endswith("_s") else 1.0)
                 for value in (current * step, current / step):
-                    if name in FRACTIONS and not 0.02 <= value <= 1.0:
+                    if name in FRACTIONS + FLOORS and not 0.02 <= value <= 1.0:
                         continue
                     trial = replace(best, **{name: value})
                     trial_loss = loss(trial)

@@ -84,6 +84,7 @@ def serving_validation(hw, st, device: str, dtype: str, spec: dict = SPEC) -> li
     setup = ReplicaSetup.build(card, hw, wl, policy, expected_efficiency(hw), len(eng.blocks.ref_count))
     prompt, output = parse_lengths("--prompt", spec["prompt"]), parse_lengths("--output", spec["output"])
     eng.generate([[1] * 64] * 4, 4)  # warm-up: allocator and kernels
+    eng.capture_graphs()  # on CUDA every decode bucket, as a server captures at start-up: no request waits on one
     # the Poisson rate: ~70% of what the simulator says one replica sustains in a closed loop of `clients`
     probe = simulate(Fleet(setup), closed=ClosedLoop(spec["clients"], list(open_loop(1.0, spec["requests"], prompt, output,
                                                                                      spec["seed"]))))

@@ -205,7 +205,10 @@ def step_seconds(card: ModelCard, hw: HardwareCard, work: list[tuple[int, int]],
                          kv_write_bytes=sum(o.kv_write_bytes for o in parts), scores=sum(o.scores for o in parts),
                          kernels=_kernels(parts, work))
         ops.append(op)
-    step = Step(phase, tokens, 1, 0)
+    # a decode step as itself (one token on each sequence's cache), so the launch cost follows what the engine
+    # replays as a CUDA graph; its T tokens are the batch either way
+    step = Step("decode", 1, len(work), max(ctx for _, ctx in work)) if not prefill and tokens == len(work) \
+        else Step(phase, tokens, 1, 0)
     return float(timed_step(card, hw, step, wl, eff, ops + (head if samplers else []), sequences=len(work)).total_s)
 
 

@@ -24,16 +24,19 @@ Fraction = float  # (0, 1], checked by EfficiencyOverrides
 
 # Efficiency fields a profile may set (roofline.perf.efficiency.Efficiency has the same names; a test keeps them equal)
 FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "compute_fp32", "compute_bf16",
-                   "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "gemm_floor", "link")
+                   "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")
+FLOOR_FIELDS = ("gemm_floor",)  # in [0, 1]: 0 = no floor, the GPU default (a calibration may keep it)
 NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "gemv_unit_bandwidth_bytes_per_s",
-                 "kernel_overhead_s", "kernels_per_expert",
+                 "kernel_overhead_s", "graph_kernel_overhead_s", "graph_max_batch", "graph_max_context",
+                 "kernels_per_expert",
                  "routing_concentration", "step_overhead_s", "sequence_overhead_s", "prefill_chunk_tokens",
                  "allreduce_latency_hops")
 SCOPE_KINDS = ("gpu", "soc", "apple", "cpu", "accelerator")
 
 
 class EfficiencyOverrides(Strict):
-    """Fractions of the datasheet peaks (0 < x <= 1) and overheads (seconds >= 0); None = keep the lower scope's."""
+    """Fractions of the datasheet peaks (0 < x <= 1), the GEMM ramp's floor (0 <= x <= 1) and overheads
+    (seconds >= 0); None = keep the lower scope's."""
 
     memory: float | None = None
     memory_gemv: float | None = None
@@ -54,6 +57,9 @@ class EfficiencyOverrides(Strict):
     gemv_max_tokens: float | None = Field(None, ge=1)
     gemv_unit_bandwidth_bytes_per_s: float | None = Field(None, ge=0)
     kernel_overhead_s: float | None = Field(None, ge=0)
+    graph_kernel_overhead_s: float | None = Field(None, ge=0)  # per kernel in a decode step replayed as a CUDA graph
+    graph_max_batch: float | None = Field(None, ge=0)  # the largest decode batch replayed as a graph
+    graph_max_context: float | None = Field(None, ge=0)  # the longest sequence it holds; 0 = any
     kernels_per_expert: float | None = Field(None, ge=0)
     routing_concentration: float | None = Field(None, ge=0)
     step_overhead_s: float | None = Field(None, ge=0)
@@ -75,6 +81,10 @@ class EfficiencyOverrides(Strict):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
                 raise ValueError(f"{name}: {value} is not a fraction of the peak in (0, 1]")
+        for name in FLOOR_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 1:
+                raise ValueError(f"{name}: {value} is not a floor in [0, 1] (0 = none)")
         for fmt, value in self.compute_by_format.items():
             card_format(fmt)  # an unknown format name fails here
             if not 0 < value <= 1:

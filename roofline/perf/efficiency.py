@@ -51,6 +51,12 @@ class Efficiency:
     allreduce_latency_hops: float = 0.0  # link latencies one all-reduce pays; 0: the ring's 2(n-1). Serving runtimes'
     # custom all-reduce (one-/two-shot over NVLink/xGMI peers) pays 1-2 for the small messages of decode
     kernel_overhead_s: float = 0.0  # fixed cost per kernel launch
+    graph_kernel_overhead_s: float | None = None  # the same inside a decode step replayed as one CUDA graph (no
+    # host launch; the gap between kernels on the device). None: no step is replayed (every runtime's default;
+    # a calibration of the micro-engine on CUDA fits it from the steps it captured)
+    graph_max_batch: float = 0.0  # decode steps of up to this many sequences replay a graph (the largest bucket)
+    graph_max_context: float = 0.0  # ... whose sequences hold at most this many tokens (the static block tables'
+    # reach); 0: any context
     kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)
     routing_concentration: float = 0.0  # how evenly a sequence's tokens spread over the experts (the Beta
     # concentration of routing.expected_experts_touched; smaller = fewer experts per prompt). 0: uniform routing, the
@@ -132,8 +138,10 @@ DEFAULTS["accelerator"] = DEFAULTS["gpu"]
 
 _KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "compute_quantized",
                                                  "kernel_dtypes", "activation_cost", "flash_attention"}
-FRACTIONS = ("memory", "memory_gemv", "memory_kv", "memory_act", "gemm_floor", "compute", "compute_fp32",
-             "compute_bf16", "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")  # in (0, 1]
+# cards.runtime's FRACTION_FIELDS and FLOOR_FIELDS (a test keeps them equal; that module loads only with --runtime)
+FRACTIONS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "compute_fp32", "compute_bf16",
+             "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")  # in (0, 1]
+FLOORS = ("gemm_floor",)  # in [0, 1]: 0 = no floor
 
 
 def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[str, float]:
@@ -145,8 +153,10 @@ def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[st
         if key not in _KNOWN:
             raise CardError(hw.name, f"{where}.{key}", f"unknown efficiency field; use one of {', '.join(sorted(_KNOWN))}")
         fraction = key in FRACTIONS
-        if not isinstance(value, (int, float)) or value < 0 or (fraction and not 0 < value <= 1):
-            raise CardError(hw.name, f"{where}.{key}", f"{value!r} is not a valid value (fractions in (0, 1], seconds ≥ 0)")
+        if not isinstance(value, (int, float)) or value < 0 or (fraction and not 0 < value <= 1) \
+                or (key in FLOORS and value > 1):
+            raise CardError(hw.name, f"{where}.{key}", f"{value!r} is not a valid value (fractions in (0, 1], "
+                            f"{', '.join(FLOORS)} in [0, 1], seconds ≥ 0)")
         out[key] = float(value)
     return out
 

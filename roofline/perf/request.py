@@ -74,6 +74,41 @@ def _scaled(st: StepTime, k) -> StepTime:
                     by_class={c: v * k for c, v in st.by_class.items()}, by_op={o: v * k for o, v in st.by_op.items()})
 
 
+# mixers whose decode the micro-engine runs uncaptured: they index per-sequence state slots from host lists
+RECURRENT_MIXERS = ("mamba1", "mamba2", "deltanet", "parallel")
+
+
+def graph_capturable(card: ModelCard) -> bool:
+    """Whether the micro-engine captures the card's decode step in a CUDA graph: not where MoE routing reads expert
+    counts back to the host or recurrent layers index state slots from the host (engine/model/graphs.py
+    `capturable`; a test keeps the two equal)."""
+    return not any(lay.ffn == "moe" or lay.mixer in RECURRENT_MIXERS for lay in resolve_layers(card.architecture))
+
+
+def within_graph_limits(batch: Num, context: Num, eff: Efficiency) -> Num:
+    """A decode step of `batch` sequences holding `context` cached tokens fits the captured buckets: at most
+    `graph_max_batch` sequences of at most `graph_max_context` tokens (0: any)."""
+    fits = np.asarray(batch) <= eff.graph_max_batch
+    return fits & (np.asarray(context) + 1 <= eff.graph_max_context) if eff.graph_max_context else fits
+
+
+def graph_replayed(card: ModelCard, step: Step, eff: Efficiency) -> Num:
+    """Whether `step` replays a CUDA graph: a calibrated graph launch cost, one token per sequence within the graph
+    limits, a capturable card (per step, broadcast)."""
+    if eff.graph_kernel_overhead_s is None or step.phase != "decode" or np.any(np.asarray(step.n) != 1) \
+            or not graph_capturable(card):
+        return np.asarray(False)
+    return within_graph_limits(step.batch, step.context, eff)
+
+
+def launch_seconds(card: ModelCard, step: Step, eff: Efficiency) -> Num:
+    """Seconds per kernel launch in `step`: `graph_kernel_overhead_s` where it replays a CUDA graph, else
+    `kernel_overhead_s`."""
+    replayed = graph_replayed(card, step, eff)
+    return np.where(replayed, eff.graph_kernel_overhead_s, eff.kernel_overhead_s) if replayed.any() \
+        else eff.kernel_overhead_s
+
+
 def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff: Efficiency,
                ops: list[Op] | None = None, sequences: Num | None = None) -> StepTime:
     """One step on the workload's GPUs, timed (a prefill the runtime splits: its chunks): the one step pipeline
@@ -82,7 +117,7 @@ def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff:
     if ops is None:
         step, chunks = prefill_chunks(step, eff)
     seqs = step.batch if sequences is None else sequences
-    st = time_ops(gpu_ops(card, hw, step, wl, ops), hw, eff, step.tokens, seqs)
+    st = time_ops(gpu_ops(card, hw, step, wl, ops), hw, eff, step.tokens, seqs, launch_seconds(card, step, eff))
     return st if chunks is None else _scaled(st, chunks)
 
 

@@ -94,9 +94,12 @@ def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> N
     return op.flops * padding / (_peak(hw, dtype) * eff.compute_for(dtype, op.weight_format) * ramp)
 
 
-def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequences: Num = 0) -> StepTime:
+def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequences: Num = 0,
+             kernel_s: Num | None = None) -> StepTime:
     """Time every op on `hw` at efficiency `eff`; `tokens` is the step's GEMM M dimension (batch x new tokens),
-    `sequences` the sequences the step schedules (each costs `sequence_overhead_s` of host work)."""
+    `sequences` the sequences the step schedules (each costs `sequence_overhead_s` of host work), `kernel_s` the
+    cost of one kernel launch (default `kernel_overhead_s`; less in a step replayed as a CUDA graph)."""
+    kernel_s = eff.kernel_overhead_s if kernel_s is None else kernel_s
     zero = np.zeros(np.broadcast(tokens, sequences, *(o.flops for o in ops), *(o.bytes for o in ops)).shape)
     fixed = zero + eff.step_overhead_s + eff.sequence_overhead_s * np.asarray(sequences, dtype=float)
     st = StepTime(fixed, zero.copy(), zero.copy(), fixed.copy(), zero.copy(), zero.copy())
@@ -109,7 +112,7 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         moved = op.bytes + score_bytes(op, hw, eff)
         c, m = compute_seconds(op, hw, eff, tokens), moved / bandwidth(op, hw, eff, tokens)
         limited = np.maximum(c, m) * op.count
-        ovh = (op.kernels + eff.kernels_per_expert * op.experts_touched) * op.count * eff.kernel_overhead_s
+        ovh = launches(op, eff) * kernel_s
         st.total_s = st.total_s + limited + ovh
         st.compute_s = st.compute_s + np.where(c > m, limited, 0.0)
         st.memory_s = st.memory_s + np.where(c > m, 0.0, limited)
@@ -119,6 +122,11 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         st.by_class[op.op_class] = st.by_class.get(op.op_class, 0.0) + limited + ovh
         st.by_op[op.name] = st.by_op.get(op.name, 0.0) + limited + ovh
     return st
+
+
+def launches(op: Op, eff: Efficiency) -> Num:
+    """Kernels `op` launches in a step: its own, and more per MoE expert it touches where experts run apart."""
+    return (op.kernels + eff.kernels_per_expert * op.experts_touched) * op.count
 
 
 def concentrated_routing(op: Op, concentration: float, tokens: Num, sequences: Num) -> Op:

@@ -23,8 +23,8 @@ from roofline.cards.model import ModelCard
 from roofline.perf.efficiency import Efficiency
 from roofline.perf.ops import Op, Step, step_ops
 from roofline.perf.parallel import shard_ops
-from roofline.perf.request import timed_step
-from roofline.perf.timing import time_ops
+from roofline.perf.request import gpu_ops, graph_capturable, timed_step, within_graph_limits
+from roofline.perf.timing import launches, time_ops
 from roofline.perf.workload import Workload
 from roofline.sizing.layers import resolve_layers
 
@@ -60,7 +60,10 @@ def _locate1(grid: list[float], x: float) -> tuple[int, float]:
 class StepTimer:
     def __init__(self, card: ModelCard, hw: HardwareCard, wl: Workload, eff: Efficiency, max_tokens: int,
                  max_seqs: int, max_context: int):
-        self.card, self.hw, self.wl, self.eff = card, hw, wl, eff
+        # tables at ordinary launches; a pure-decode step that replays a CUDA graph saves `_graph_saving_s`
+        self.card, self.hw, self.wl, self.eff = card, hw, wl, replace(eff, graph_kernel_overhead_s=None)
+        self._graph = eff if eff.graph_kernel_overhead_s is not None and graph_capturable(card) else None
+        self._graph_saving_s = self._graph_saving(eff) if self._graph else 0.0
         self.max_tokens = max(int(max_tokens), 1)
         windows = sorted({lay.window for lay in resolve_layers(card.architecture) if lay.window})
         self._token_table_s = self._token_table(self.max_tokens)
@@ -116,6 +119,17 @@ class StepTimer:
         if not np.allclose(fit, t, rtol=1e-9, atol=1e-9 * float(np.abs(t).max() or 1.0)):
             return None
         return t[:, 0] - slope * c[0], slope
+
+    def _graph_saving(self, eff: Efficiency) -> float:
+        """Launch seconds a decode step saves when replayed as one CUDA graph (a capturable card's kernel count
+        does not depend on the batch: no MoE experts)."""
+        ops = gpu_ops(self.card, self.hw, Step("decode", 1, 1, 1), self.wl)
+        kernels = sum(float(launches(op, eff)) for op in ops if op.op_class != "comm")
+        return kernels * (eff.kernel_overhead_s - eff.graph_kernel_overhead_s)
+
+    def _replayed(self, batch: int, longest) -> np.ndarray | bool:
+        """Whether a pure-decode step of `batch` sequences, the longest holding `longest` tokens, replays a graph."""
+        return self._graph is not None and within_graph_limits(batch, longest, self._graph)
 
     # --- one step ---------------------------------------------------------------------------------------------
 
@@ -190,6 +204,8 @@ class StepTimer:
         if prefill_n:
             totals = totals + self._prefill_sum(prefill_n, prefill_c)
         seconds = self._token_s(tokens) + self._lm(samples) + self._context_s(totals, tokens)
+        if decode_contexts and not prefill_n and self._replayed(len(decode_contexts), max(decode_contexts)):
+            seconds = seconds - self._graph_saving_s
         return float(seconds + self.eff.sequence_overhead_s * (len(decode_contexts) + len(prefill_n)))
 
     def decode_run_seconds(self, contexts: np.ndarray, steps: int) -> np.ndarray:
@@ -202,8 +218,9 @@ class StepTimer:
         else:
             ctx = np.asarray(contexts, dtype=float)[:, None] + np.arange(steps)[None, :]
             totals = self._decode_sum(ctx)  # (fields, steps)
+        replayed = self._replayed(b, float(np.max(contexts)) + np.arange(steps)) if b else False
         return (self._token_s(b) + self._lm(b) + self._context_s(totals, np.full(steps, float(b)))
-                + self.eff.sequence_overhead_s * b)
+                + self.eff.sequence_overhead_s * b - np.where(replayed, self._graph_saving_s, 0.0))
 
     def _lm(self, samples: int) -> float:
         if samples >= len(self._lm_s):

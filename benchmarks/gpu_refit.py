@@ -1,0 +1,91 @@
+"""Refit stored GPU calibrations without the GPU and judge each fit on what it never saw (docs/calibration.md,
+"NVIDIA H100 with CUDA graphs").
+
+    PYTHONPATH=. python benchmarks/gpu_refit.py [benchmarks/data/h100-2026-11-26]   # ~4 min on 2 cores
+
+Each run folder holds what `benchmarks/cuda_calibrate.sh` wrote on the GPU: the calibrated card (every measured step
+in `calibration.measurements`), `validate_quick.json` (validate's default engine shapes, served for real) and
+`engine_<model>_b<batch>.json` (whole cards served by the engine). The steps are refitted two ways: one launch
+cost for every step, and the launches of CUDA-graph-replayed decode steps fitted apart (`graph_kernel_overhead_s`,
+what `calibrate` does now); then the validate points and the whole-card runs are predicted from each fit.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+from roofline.engine.core.records import StepRecord
+
+from roofline.calibrate.calibration import calibrated_card, fit_records
+from roofline.calibrate.validation import predict_served, summarize_points
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.store import CardStore
+from roofline.perf.efficiency import expected_efficiency
+from roofline.perf.request import predict
+from roofline.perf.workload import make_workload
+from roofline.sizing.reduce import reduce_card
+
+DATA = Path(__file__).parent / "data" / "h100-2026-11-26"
+GRAPH_LIMITS = {"graph_max_batch": 32.0, "graph_max_context": 4096.0}  # engine.EngineConfig's defaults
+PREDICTORS = {"one launch cost": None, "graph launches apart": GRAPH_LIMITS}
+VALIDATE_VOCAB = 3000  # validate's --vocab default
+
+
+def refit(card_file: Path, st: CardStore, limits: dict | None) -> tuple[HardwareCard, dict]:
+    data = yaml.safe_load(card_file.read_text())
+    cal = data["calibration"]
+    records = [StepRecord.from_dict({k: v for k, v in m.items() if k not in ("split", "predicted_s")})
+               for m in cal["measurements"]]
+    base = st.hardware(data["name"])
+    eff, summary = fit_records(records, base, st, gemv_max_tokens=cal["values"].get("gemv_max_tokens"),
+                               activation_cost=cal.get("activation_cost"), graph_limits=limits)
+    meta = {k: cal[k] for k in ("device", "torch", "driver", "dtype", "grid") if k in cal}
+    return HardwareCard.model_validate(calibrated_card(base, eff, summary, cal["microbench"], meta)), summary
+
+
+def validate_errors(run: Path, hw: HardwareCard, st: CardStore) -> dict:
+    """Median absolute % error of TTFT and ITL over validate's points, predicted on `hw`."""
+    eff, points = expected_efficiency(hw), []
+    for p in json.loads((run / "validate_quick.json").read_text())["points"]:
+        card = reduce_card(st.model(p["card"]), p["layers"], VALIDATE_VOCAB)
+        got = predict_served(card, hw, p["batch"], p["prompt"], p["output"], "bf16", eff)
+        points.append({**p, "predicted_ttft": got.ttft_s, "predicted_itl": got.itl_s})
+    summary = summarize_points(points)
+    return {k: summary[k]["median_ape_pct"] for k in ("ttft", "itl")}
+
+
+def whole_errors(run: Path, hw: HardwareCard, st: CardStore) -> dict:
+    """Signed % error of TTFT and ITL of each whole-card engine run, predicted on `hw`."""
+    out = {}
+    for f in sorted(run.glob("engine_*.json")):
+        d = json.loads(f.read_text())
+        wl = make_workload(prompt_tokens=d["prompt_tokens"], output_tokens=d["output_tokens"], batch=d["batch"],
+                           quant="bf16", kv_quant="bf16")
+        p = predict(st.model(d["model"]), hw, wl)
+        m = d["measured"]
+        out[f"{d['model']} b{d['batch']}"] = (100 * (p.ttft_s / m["ttft_s"] - 1), 100 * (p.itl_s / m["itl_s"] - 1))
+    return out
+
+
+def main() -> None:
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else DATA
+    st = CardStore()
+    print("| measurements | predictor | calibration held-out prefill / decode | validate TTFT / ITL median | "
+          "whole cards TTFT / ITL |")
+    print("|---|---|---|---|---|")
+    for run in sorted(p for p in root.iterdir() if p.is_dir()):
+        for label, limits in PREDICTORS.items():
+            hw, summary = refit(run / "calibrated-h100-sxm.yaml", st, limits)
+            held = summary["held_out"]
+            val = validate_errors(run, hw, st)
+            whole = "; ".join(f"{k} {t:+.0f}% / {i:+.0f}%" for k, (t, i) in whole_errors(run, hw, st).items())
+            print(f"| {run.name} | {label} | {held['prefill']['median_ape_pct']:.1f}% / "
+                  f"{held['decode']['median_ape_pct']:.1f}% | {val['ttft']:.1f}% / {val['itl']:.1f}% | {whole} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
