@@ -83,6 +83,18 @@ def test_grid_runs_the_phases_each_model_names():
     assert len(points) == len(one_layer) * per_model + len(decode_only) * decode_points
 
 
+def test_a_gpu_quick_grid_adds_deeper_llama_rows_and_a_cpu_one_does_not():
+    from roofline.calibrate.grids import QUICK, grid_points, grid_spec
+
+    assert grid_spec("quick", "cpu") == QUICK and grid_spec("smoke", "cuda")["models"] == grid_spec("smoke")["models"]
+    cpu, gpu = (grid_points(grid_spec("quick", d)) for d in ("cpu", "cuda:0"))
+    extra = [p for p in gpu if p not in cpu]
+    assert {(p["layers"], p["phase"]) for p in extra} == {(2, "prefill"), (4, "decode")}
+    assert {p["card"] for p in extra} == {"llama-3.1-8b"}
+    assert len(extra) == len(QUICK["prefill_contexts"]) * len(QUICK["prefill"]) \
+        + len(QUICK["contexts"]) * len(QUICK["decode_batches"])
+
+
 def test_engine_dtype_follows_the_measured_gemm_peaks():
     from roofline.calibrate.device_run import engine_dtype as _engine_dtype
 

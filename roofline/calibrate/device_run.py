@@ -96,7 +96,7 @@ def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: s
     progress = progress or Progress()
     dev = eng.resolve_device(device)
     base = base_card(store, eng.device, dev, hw)
-    spec = grid_spec(grid)
+    spec = grid_spec(grid, dev)
     points = grid_points(spec)
     progress.total(5 + len(points) * spec["passes"] + 20)
     progress.stage("measuring the device")

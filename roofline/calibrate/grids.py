@@ -36,12 +36,19 @@ FULL = dict(models=[("llama-3.1-8b", 1), ("llama-3.1-8b", 2)]
             decode_batches=[1, 2, 4, 8, 16, 32], contexts=[64, 512, 2048], repeats=3, passes=2)
 
 GRIDS = {"quick": QUICK, "full": FULL, "smoke": SMOKE}
+# On a GPU the quick grid also runs llama-3.1-8b's prefill at two layers and its decode at four: one- and two-layer
+# steps there cannot tell a per-layer fixed cost (a replayed graph's kernel gaps) from a slow matrix-vector stream,
+# nor a prefill's per-layer launches from its per-step cost, and both extrapolate to 32 layers (docs/calibration.md,
+# "NVIDIA H100 with CUDA graphs": whole-card batch-1 ITL +78% from the quick grid). A few seconds of GPU time.
+GPU_EXTRA = {"quick": [("llama-3.1-8b", 2, ("prefill",)), ("llama-3.1-8b", 4, ("decode",))]}
 
 
-def grid_spec(name: str) -> dict:
+def grid_spec(name: str, device: str = "cpu") -> dict:
+    """The named grid, with its GPU rows on a CUDA device."""
     if name not in GRIDS:
         raise RooflineError(f"--grid {name}: use {', '.join(GRIDS)}")
-    return GRIDS[name]
+    extra = GPU_EXTRA.get(name, []) if device.startswith("cuda") else []
+    return {**GRIDS[name], "models": GRIDS[name]["models"] + extra}
 
 
 def grid_points(spec: dict) -> list[dict]:
