@@ -4,6 +4,9 @@
 #
 #   STEPS="graphs quick serving whole" benchmarks/cuda_calibrate.sh   # needs torch with CUDA and roofline importable
 #
+# On an H100 "graphs quick whole serving" with WHOLE_MODELS=llama-3.1-8b took 4-5 minutes (30 s, 100-118 s, 45 s,
+# 60 s); "datasheet" adds about 30 s and "full" about 5 minutes (docs/calibration.md).
+#
 # graphs: benchmarks/cuda_graphs.py's decode targets (CUDA graphs and eager); datasheet: validate on fresh engine
 # shapes with the bundled datasheet card (default efficiencies); quick / full: calibrate, then validate again with
 # the calibrated card; serving: validate --serving with the calibrated card, then the same loop on whole
