@@ -1,5 +1,6 @@
-"""A Triton paged decode-attention kernel: one program per (sequence, KV head) walks only that sequence's blocks,
-with an online softmax, for the G = heads / kv_heads query heads sharing the KV head.
+"""A Triton paged decode-attention kernel: one program per (sequence, KV head, partition of the context) walks only
+that partition of the sequence's blocks with an online softmax, for the G = heads / kv_heads query heads sharing the
+KV head; the partitions' results are merged after (flash-decoding).
 
 Used on CUDA when Triton imports; with TRITON_INTERPRET=1 (Triton's interpreter) it also runs on CPU tensors, which
 is how the CPU tests check it against the torch path. Without Triton the engine keeps its torch ops.
