@@ -32,8 +32,8 @@ def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int, room: int)
     it: a step's cost does not depend on the cached K/V values (the pool holds whatever it held), and priming
     batch 32 x 2048 tokens would cost more than the grid itself."""
     vocab = eng.card.architecture.vocab_size
-    pool = len(eng.blocks.ref_count) * eng.cfg.block_size
     if eng.blocks.blocks_needed(room) * batch > eng.blocks.num_free:
+        pool = len(eng.blocks.ref_count) * eng.cfg.block_size
         raise EngineError(f"{batch} sequences of {room} tokens need more than the KV pool's {pool} tokens; build the "
                           f"engine with a larger max_kv_bytes")
     seqs = []

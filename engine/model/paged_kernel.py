@@ -19,13 +19,14 @@ except ImportError:  # the torch path serves
     triton = None
 
 NO_WINDOW = 1 << 30  # a window longer than any context: every cached position is visible
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton reads it once, at import, too
 
 
 def usable(q: torch.Tensor, cache) -> bool:
     """Triton imports, the tensors are on CUDA (or the interpreter runs), and the cache holds the model dtype."""
     if triton is None or cache.int8:
         return False
-    return q.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"
+    return q.is_cuda or INTERPRETED
 
 
 # Partitions of a sequence's context run in parallel (flash-decoding): at batch 1 one program per KV head alone
@@ -60,7 +61,7 @@ def paged_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, tables: torc
                                    tables.stride(0), m.stride(0), m.stride(1), acc.stride(0), acc.stride(1),
                                    acc.stride(2), G=group, GP=max(triton.next_power_of_2(group), 2), D=d,
                                    DP=triton.next_power_of_2(d), BS=block_size, PB=per_part,
-                                   INTERPRET=os.environ.get("TRITON_INTERPRET") == "1")
+                                   INTERPRET=INTERPRETED)
     weight = torch.exp(m - m.amax(-1, keepdim=True))  # [S, H, P]; 0 for a partition with nothing visible
     out = (acc * weight[..., None]).sum(2) / (den * weight).sum(-1, keepdim=True)
     return out.to(q.dtype)

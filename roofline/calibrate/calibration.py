@@ -121,12 +121,10 @@ def calibrated_card(base: HardwareCard, eff: Efficiency, summary: dict, measured
                            "peak_flops": "measured by roofline calibrate (best GEMM shape per dtype)"}
         data.setdefault("uncertain", {}).pop("peak_flops", None)
         data["uncertain"].pop("memory.bandwidth", None)
-    names = GPU_PARAMS + ("gemv_max_tokens", "compute_fp32", "compute_bf16", "compute_int8", "compute_fp4",
-                          "graph_kernel_overhead_s", "graph_max_batch", "graph_max_context")
+    names = GPU_PARAMS + ("gemv_max_tokens", "compute_fp32", "compute_bf16", "compute_int8", "compute_fp4")
+    if eff.graph_kernel_overhead_s is not None:  # the graph launch cost and the steps it applies to
+        names += ("graph_kernel_overhead_s", "graph_max_batch", "graph_max_context")
     values = {k: getattr(eff, k) for k in names if getattr(eff, k) is not None}
-    if eff.graph_kernel_overhead_s is None:  # limits without a fitted launch cost would say nothing
-        for limit in ("graph_max_batch", "graph_max_context"):
-            values.pop(limit, None)
     data["calibration"] = {
         **meta, "date": dt.date.today().isoformat(), "values": values, "microbench": measured,
         **({"activation_cost": eff.activation_cost} if eff.activation_cost else {}),

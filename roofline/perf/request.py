@@ -92,21 +92,15 @@ def within_graph_limits(batch: Num, context: Num, eff: Efficiency) -> Num:
     return fits & (np.asarray(context) + 1 <= eff.graph_max_context) if eff.graph_max_context else fits
 
 
-def graph_replayed(card: ModelCard, step: Step, eff: Efficiency) -> Num:
-    """Whether `step` replays a CUDA graph: a calibrated graph launch cost, one token per sequence within the graph
-    limits, a capturable card (per step, broadcast)."""
+def launch_seconds(card: ModelCard, step: Step, eff: Efficiency) -> Num:
+    """Seconds per kernel launch in `step`: `graph_kernel_overhead_s` where it replays a CUDA graph (a calibrated
+    graph cost, one token per sequence within the graph limits, a capturable card; per step, broadcast), else
+    `kernel_overhead_s`."""
     if eff.graph_kernel_overhead_s is None or step.phase != "decode" or np.any(np.asarray(step.n) != 1) \
             or not graph_capturable(card):
-        return np.asarray(False)
-    return within_graph_limits(step.batch, step.context, eff)
-
-
-def launch_seconds(card: ModelCard, step: Step, eff: Efficiency) -> Num:
-    """Seconds per kernel launch in `step`: `graph_kernel_overhead_s` where it replays a CUDA graph, else
-    `kernel_overhead_s`."""
-    replayed = graph_replayed(card, step, eff)
-    return np.where(replayed, eff.graph_kernel_overhead_s, eff.kernel_overhead_s) if replayed.any() \
-        else eff.kernel_overhead_s
+        return eff.kernel_overhead_s
+    replayed = within_graph_limits(step.batch, step.context, eff)
+    return np.where(replayed, eff.graph_kernel_overhead_s, eff.kernel_overhead_s)
 
 
 def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff: Efficiency,
