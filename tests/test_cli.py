@@ -33,6 +33,22 @@ def test_hw_list_json_has_every_required_card_with_si_fields():
         assert card["memory"]["capacity_bytes"] > 0 and card["memory"]["bandwidth_bytes_per_s"] > 0
 
 
+def test_hw_list_narrows_to_a_query_a_vendor_and_a_kind():
+    def names(*args):
+        out = run_cli("hw", "list", "--json", *args)
+        assert out.returncode == 0, out.stderr
+        return {c["name"] for c in json.loads(out.stdout)}
+
+    assert names("3090") == {"rtx-3090", "rtx-3090-ti"}  # words match names, aliases and descriptions
+    assert names("nvidia gb10") == {"dgx-spark"}  # every word must match
+    assert names("M1 Max") >= {"apple-m1-max"} and all(n.startswith("apple-m1-max") for n in names("M1 Max"))
+    amd_gpus = names("--vendor", "AMD", "--kind", "gpu")
+    assert "mi300x" in amd_gpus and "ryzen-ai-max-395" not in amd_gpus  # the Strix Halo card is a soc
+    assert names("no-such-card-anywhere") == set()
+    out = run_cli("hw", "list", "no-such-card-anywhere")
+    assert out.returncode == 0 and "no hardware card matches" in out.stdout
+
+
 def test_models_list_json_has_every_required_card_with_derived_counts():
     out = run_cli("models", "list", "--json")
     assert out.returncode == 0, out.stderr
@@ -62,6 +78,8 @@ BAD_INPUT = [
     (("hw", "show", "/nonexistent/card.yaml"), "/nonexistent/card.yaml: no such file"),
     (("models", "show", "missing.json"), "missing.json: no such file"),
     (("hw", "list", "--jsn"), "No such option"),
+    (("hw", "list", "--vendor", "nvidiaa"), "--vendor: 'nvidiaa' is none of amd, apple"),
+    (("hw", "list", "--kind", "tpu"), "--kind: 'tpu' is none of accelerator, cpu, gpu, soc"),
     (("models", "import", "/nonexistent/config.json"), "cannot read file"),
 ]
 

@@ -183,6 +183,93 @@ def test_device_names_resolve(store, alias, name):
     assert store.hardware(alias).name == name
 
 
+# The cards for parts in public benchmark tables beyond the required ones: (what a user types or the driver prints,
+# card, capacity in the vendor's unit, datasheet bandwidth GB/s, compute units)
+MORE_CARDS = [
+    ("NVIDIA GeForce RTX 4070", "rtx-4070", 12 * GB, 504, 46),
+    ("rtx 4070 super", "rtx-4070-super", 12 * GB, 504, 56),
+    ("NVIDIA GeForce RTX 4070 Ti", "rtx-4070-ti", 12 * GB, 504, 60),
+    ("4070 ti super", "rtx-4070-ti-super", 16 * GB, 672, 66),
+    ("NVIDIA GeForce RTX 4060", "rtx-4060", 8 * GB, 272, 24),
+    ("4060 ti 8gb", "rtx-4060-ti-8g", 8 * GB, 288, 34),
+    ("NVIDIA GeForce RTX 4060 Ti", "rtx-4060-ti-16g", 16 * GB, 288, 34),
+    ("NVIDIA GeForce RTX 3060 Ti", "rtx-3060-ti", 8 * GB, 448, 38),
+    ("NVIDIA GeForce RTX 3070 Ti", "rtx-3070-ti", 8 * GB, 608, 48),
+    ("NVIDIA GeForce RTX 2080 Ti", "rtx-2080-ti", 11 * GB, 616, 68),
+    ("NVIDIA GeForce RTX 5070", "rtx-5070", 12 * GB, 672, 48),
+    ("5060 ti 8gb", "rtx-5060-ti-8g", 8 * GB, 448, 36),
+    ("NVIDIA GeForce GTX 1080 Ti", "gtx-1080-ti", 11 * GB, 484, 28),
+    ("Tesla P40", "tesla-p40", 24 * GB, 346, 30),
+    ("Tesla P100-PCIE-16GB", "tesla-p100-16g", 16 * GB, 732, 56),
+    ("NVIDIA TITAN RTX", "titan-rtx", 24 * GB, 672, 72),
+    ("NVIDIA A40", "a40", 48 * GB, 696, 84),
+    ("NVIDIA RTX A4000", "rtx-a4000", 16 * GB, 448, 48),
+    ("NVIDIA L40", "l40", 48 * GB, 864, 142),
+    ("NVIDIA L20", "l20", 48 * GB, 864, 92),
+    ("NVIDIA RTX 4000 Ada Generation", "rtx-4000-ada", 20 * GB, 360, 48),
+    ("NVIDIA H100 NVL", "h100-nvl", 94 * GB, 3900, 132),
+    ("NVIDIA H800", "h800", 80 * GB, 3350, 132),
+    ("NVIDIA B100", "b100", 192 * GB, 8000, None),
+    ("jetson orin nano super", "jetson-orin-nano-super", 8 * GiB, 102, 8),
+    ("AMD Radeon RX 7900 XT", "radeon-rx-7900-xt", 20 * GB, 800, 84),
+    ("7900 xtx", "radeon-rx-7900-xtx", 24 * GB, 960, 96),
+    ("AMD Radeon RX 7900 GRE", "radeon-rx-7900-gre", 16 * GB, 576, 80),
+    ("AMD Radeon RX 7800 XT", "radeon-rx-7800-xt", 16 * GB, 624, 60),
+    ("AMD Radeon RX 7700 XT", "radeon-rx-7700-xt", 12 * GB, 432, 54),
+    ("AMD Radeon RX 7600 XT", "radeon-rx-7600-xt", 16 * GB, 288, 32),
+    ("AMD Radeon RX 6900 XT", "radeon-rx-6900-xt", 16 * GB, 512, 80),
+    ("AMD Radeon RX 6800 XT", "radeon-rx-6800-xt", 16 * GB, 512, 72),
+    ("AMD Radeon RX 6700 XT", "radeon-rx-6700-xt", 12 * GB, 384, 40),
+    ("AMD Radeon RX 9070 XT", "radeon-rx-9070-xt", 16 * GB, 640, 64),
+    ("AMD Radeon RX 9070", "radeon-rx-9070", 16 * GB, 640, 56),
+    ("AMD Radeon PRO W7900", "radeon-pro-w7900", 48 * GB, 864, 96),
+    ("AMD Instinct MI50", "mi50", 32 * GB, 1024, 60),
+    ("AMD Instinct MI300A", "mi300a", 128 * GiB, 5300, 228),
+    ("AMD Radeon 780M Graphics", "radeon-780m", 64 * GiB, 89.6, 12),
+    ("AMD Radeon 890M Graphics", "radeon-890m", 32 * GiB, 120, 16),
+    ("Intel(R) Arc(TM) A750 Graphics", "arc-a750", 8 * GB, 512, 28),
+    ("Intel(R) Arc(TM) A580 Graphics", "arc-a580", 8 * GB, 512, 24),
+    ("Intel(R) Arc(TM) B570 Graphics", "arc-b570", 10 * GB, 380, 18),
+    ("Intel(R) Arc(TM) Pro B60 Graphics", "arc-pro-b60", 24 * GB, 456, 20),
+    ("Intel Arc 140V", "arc-140v", 32 * GiB, 136.5, 8),
+    ("Intel Gaudi 2", "gaudi2", 96 * GB, 2450, 24),
+    ("Apple M1 Pro 14-core GPU", "apple-m1-pro-14c", 32 * GiB, 200, 14),
+    ("m1 max 24-core", "apple-m1-max-24c", 64 * GiB, 400, 24),
+    ("M1 Ultra 48-core", "apple-m1-ultra-48c", 128 * GiB, 800, 48),
+    ("M2 Pro 16-core", "apple-m2-pro-16c", 32 * GiB, 200, 16),
+    ("Apple M2 Max 30-core GPU", "apple-m2-max-30c", 96 * GiB, 400, 30),
+    ("M2 Ultra 60-core", "apple-m2-ultra-60c", 192 * GiB, 800, 60),
+    ("m3 pro 14c", "apple-m3-pro-14c", 36 * GiB, 150, 14),
+    ("M3 Max 30-core", "apple-m3-max-30c", 96 * GiB, 300, 30),
+    ("M3 Ultra 60-core", "apple-m3-ultra-60c", 256 * GiB, 819, 60),
+    ("M4 Pro 16-core", "apple-m4-pro-16c", 64 * GiB, 273, 16),
+    ("Apple M4 Max 32-core GPU", "apple-m4-max-32c", 36 * GiB, 410, 32),
+    ("M3 Max", "apple-m3-max", 64 * GiB, 400, 40),  # the top configurations keep their plain names
+    ("apple m4 max 40-core gpu", "apple-m4-max", 128 * GiB, 546, 40),
+]
+
+
+@pytest.mark.parametrize("alias, name, capacity_bytes, bandwidth_gb_s, units", MORE_CARDS)
+def test_more_cards_resolve_with_their_datasheet_figures(store, alias, name, capacity_bytes, bandwidth_gb_s, units):
+    card = store.hardware(alias)
+    assert card.name == name
+    assert card.memory.capacity_bytes == approx(capacity_bytes)
+    assert card.memory.bandwidth_bytes_per_s == approx(bandwidth_gb_s * GB)
+    assert card.compute_units == units
+
+
+def test_binned_apple_parts_keep_the_top_part_s_generation_rate(store):
+    """A binned Apple GPU runs the same ALUs at the same clock as its generation's top part: its fp32 peak is the top
+    card's in proportion to the cores (within the 1% the sources round to)."""
+    for binned, top in (("apple-m1-max-24c", "apple-m1-max"), ("apple-m2-max-30c", "apple-m2-max"),
+                        ("apple-m3-max-30c", "apple-m3-max"), ("apple-m4-max-32c", "apple-m4-max"),
+                        ("apple-m2-ultra-60c", "apple-m2-ultra"), ("apple-m3-ultra-60c", "apple-m3-ultra")):
+        b, t = store.hardware(binned), store.hardware(top)
+        per_core = (b.peak("fp32") / b.compute_units) / (t.peak("fp32") / t.compute_units)
+        assert per_core == pytest.approx(1.0, rel=0.01), binned
+        assert b.supported_dtypes == t.supported_dtypes, binned
+
+
 def test_aliases_unique(cards):
     owner: dict[str, str] = {}
     for c in cards:

@@ -25,6 +25,14 @@ from roofline.cards.units import QuantityError, parse_quantity, parse_tokens
         ("1.5 ms", "seconds", 1.5e-3),
         (273e9, "bytes_per_s", 273e9),
         (80, "bytes", 80.0),
+        ("3.35e12", "bytes_per_s", 3.35e12),  # YAML reads `bandwidth: 3.35e12` (no exponent sign) as text
+        ("0.5", "seconds", 0.5),
+        ("900 GB/sec", "bytes_per_s", 900e9),
+        ("989 TFlops", "flop_per_s", 989e12),  # FLOP units as spec tables spell them, in any case
+        ("989.4 tflops", "flop_per_s", 989.4e12),
+        ("660 TOPs", "flop_per_s", 660e12),
+        ("19.5 TF", "flop_per_s", 19.5e12),
+        ("19.5 TFLOP/S", "flop_per_s", 19.5e12),
     ],
 )
 def test_parse_quantity(text, kind, expected):
@@ -38,7 +46,9 @@ def test_gb_and_gib_are_not_confused():
 @pytest.mark.parametrize(
     "text, kind",
     [("273 GX/s", "bytes_per_s"), ("fast", "bytes"), ("128 GB", "bytes_per_s"), ("-5 GB", "bytes"),
-     (True, "bytes"), (None, "bytes"), (float("nan"), "bytes"), ("273 GB/s", "bytes"), ("5 GiFLOP/s", "flop_per_s")],
+     (True, "bytes"), (None, "bytes"), (float("nan"), "bytes"), ("273 GB/s", "bytes"), ("5 GiFLOP/s", "flop_per_s"),
+     ("273 Gb/s", "bytes_per_s"), ("273 gb/s", "bytes_per_s"),  # gigabits, or unclear: byte units keep their case
+     ("80 G", "bytes"), ("5 mflops", "flop_per_s")],
 )
 def test_bad_quantities_name_the_expected_form(text, kind):
     with pytest.raises(QuantityError, match="quantity like|token count"):

@@ -17,13 +17,17 @@ _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0
 _TOKEN_PREFIX = {"": 1.0, "k": 2.0**10, "K": 2.0**10, "m": 2.0**20, "M": 2.0**20}
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
-# unit suffixes accepted per kind (after the prefix); all spellings mean the same SI unit
+# unit suffixes accepted per kind (after the prefix); all spellings mean the same SI unit. Byte units keep their
+# case ("Gb/s" is gigabits); FLOP units are matched in any case ("TFlops", "TOPs", "19.5 TF" as spec tables write
+# them), their prefix too where that is unambiguous (t, g, p: no milli-FLOP/s)
 _UNITS: dict[str, tuple[str, ...]] = {
     "bytes": ("B",),
-    "bytes_per_s": ("B/s", "Bps"),
-    "flop_per_s": ("FLOP/s", "FLOPS", "FLOPs", "flop/s", "flops", "OP/s", "OPS", "TOPS"),
+    "bytes_per_s": ("B/s", "Bps", "B/sec", "B/S"),
+    "flop_per_s": ("flop/s", "flops", "flop", "op/s", "ops", "f"),
     "watts": ("W",),
 }
+_CASELESS = {"flop_per_s"}
+_LOWER_PREFIX = {"t": "T", "g": "G", "p": "P"}
 
 EXPECTED_FORM = {
     "bytes": "a number of bytes or a quantity like '128 GB' or '119.7 GiB'",
@@ -57,16 +61,17 @@ def _scale(prefix: str, kind: str) -> float | None:
 
 
 def _unit_factor(unit: str, kind: str) -> float | None:
-    if kind == "seconds":
-        return _TIME.get(unit)
     if kind == "tokens":
         return _TOKEN_PREFIX.get(unit)
+    if not unit:  # a bare number written as text (YAML reads 3.35e12 as a string): already SI
+        return 1.0
+    if kind == "seconds":
+        return _TIME.get(unit)
+    caseless = kind in _CASELESS
     for suffix in _UNITS[kind]:
-        if unit.endswith(suffix):
+        if (unit.lower() if caseless else unit).endswith(suffix):
             prefix = unit[: -len(suffix)]
-            if suffix == "TOPS":  # "1978.9 TOPS" = tera-ops/s
-                prefix, suffix = prefix + "T", "OPS"
-            return _scale(prefix, kind)
+            return _scale(_LOWER_PREFIX.get(prefix, prefix) if caseless else prefix, kind)
     return None
 
 

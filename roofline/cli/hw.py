@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
 from roofline.cards.hardware import HardwareCard
+from roofline.cards.store import name_key
 from roofline.cli.common import CardsOpt, JsonOpt, capacity_label, gb, store, tflops
 from roofline.cli.output import Column, emit, table, warn
+from roofline.errors import RooflineError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
@@ -24,10 +26,32 @@ def hw_record(card: HardwareCard, origin: str | None = None) -> dict:
     return data
 
 
-@app.command("list", help="All hardware cards (bundled, user directory, --cards).")
-def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
+def matches(card: HardwareCard, query: str) -> bool:
+    """Whether every word of `query` ('4070', 'm3 max', 'MI300') is in the card's name, an alias or its description
+    (case, spaces and punctuation ignored, as card names are resolved)."""
+    texts = [name_key(t) for t in (card.name, card.description or "", *card.aliases)]
+    return all(any(name_key(word) in t for t in texts) for word in query.split())
+
+
+def _choice(option: str, value: str | None, allowed: set[str]) -> str | None:
+    if value is not None and value.lower() not in allowed:
+        raise RooflineError(f"{option}: {value!r} is none of {', '.join(sorted(allowed))}")
+    return value and value.lower()
+
+
+@app.command("list", help="All hardware cards (bundled, user directory, --cards), or those matching a query.")
+def list_(query: Annotated[Optional[str], typer.Argument(help="Words every listed card's name, an alias or its "
+                                                         "description must contain, e.g. '4070' or 'm3 max'.")] = None,
+          vendor: Annotated[Optional[str], typer.Option(help="Only this vendor's cards: nvidia, amd, apple, ...")] = None,
+          kind: Annotated[Optional[str], typer.Option(help="Only this kind: gpu, soc, cpu, accelerator.")] = None,
+          as_json: JsonOpt = False, cards: CardsOpt = None):
     st = store(cards)
-    items = sorted(st.all("hardware"), key=lambda c: (c.vendor, c.kind, -c.memory.bandwidth_bytes_per_s))
+    every = st.all("hardware")
+    vendor = _choice("--vendor", vendor, {c.vendor for c in every})
+    kind = _choice("--kind", kind, {c.kind for c in every})
+    items = sorted((c for c in every if (not vendor or c.vendor == vendor) and (not kind or c.kind == kind)
+                    and (not query or matches(c, query))),
+                   key=lambda c: (c.vendor, c.kind, -c.memory.bandwidth_bytes_per_s))
     for problem in st.problems("hardware"):
         warn(f"skipped a hardware card: {problem}")
     data = [hw_record(c, st.origin("hardware", c.name)) for c in items]
@@ -38,7 +62,9 @@ def list_(as_json: JsonOpt = False, cards: CardsOpt = None):
         rows = [(c.name, c.vendor, c.kind, capacity_label(c.memory.capacity_bytes, c.memory.capacity_binary), gb(c.memory.bandwidth_bytes_per_s, 0),
                  tflops(c.peak_flops.bf16 or c.peak_flops.fp16), tflops(c.peak_flops.fp8), tflops(c.peak_flops.fp4),
                  "yes" if c.memory.unified else "", st.origin("hardware", c.name)) for c in items]
-        yield table(f"{len(items)} hardware cards (dense peaks, TFLOP/s)", cols, rows)
+        picked = ", ".join(f"{k} {v!r}" for k, v in (("matching", query), ("vendor", vendor), ("kind", kind)) if v)
+        title = f"{len(items)} hardware cards{' ' + picked if picked else ''} (dense peaks, TFLOP/s)"
+        yield table(title, cols, rows) if items else "no hardware card matches; `roofline hw list` shows them all"
 
     emit(data, as_json, render)
 
