@@ -5,7 +5,7 @@ import yaml
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import expand_pattern
-from roofline.cards.store import CardStore, bundled_dir
+from roofline.cards.store import CardStore, bundled_dir, name_key, names_of
 from roofline.errors import CardError, UnknownNameError
 
 SPARK = bundled_dir() / "hardware" / "dgx-spark.yaml"
@@ -115,9 +115,10 @@ def test_hardware_schema_rejects_sparse_free_dtypes_missing():
 
 
 @pytest.mark.parametrize("text,card", [("Meta-Llama-3-8B", "llama-3.1-8b"), ("ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF", "qwen2.5-7b"),
-                                       ("gpt-oss:20b", "gpt-oss-20b"), ("Qwen/Qwen3-4B-Instruct-2507", None)])
+                                       ("gpt-oss:20b", "gpt-oss-20b"), ("Qwen/Qwen3-4B-Instruct-2507", "qwen3-4b"),
+                                       ("Qwen/Qwen3-VL-2B-Instruct", None)])
 def test_free_text_stating_a_size_needs_an_alias_of_that_size(text, card):
-    """'Qwen3-4B' has no card: the family alias 'qwen3' (on qwen3-8b) must not claim it."""
+    """'Qwen3-VL-2B' has no card: the family alias 'qwen3' (on qwen3-8b) must not claim it."""
     if card is None:
         with pytest.raises(UnknownNameError):
             CardStore().match("models", text)
@@ -137,3 +138,22 @@ def test_a_published_checkpoint_name_carries_its_formats(tmp_path):
     write_card(tmp_path, "models", data)
     with pytest.raises(CardError, match="unknown component 'mlp'"):
         CardStore([tmp_path]).model("my-model")
+
+
+@pytest.mark.parametrize("kind", ["hardware", "models", "runtimes"])
+def test_no_two_bundled_cards_answer_to_the_same_loose_spelling(kind):
+    """'Llama 3 8B' is looked up with case and punctuation ignored: if two cards had aliases spelling the same key
+    ('llama3:8b' on one, 'llama-3-8b' on another) the lookup would refuse it as ambiguous."""
+    owners: dict[str, set[str]] = {}
+    for card in CardStore().all(kind):
+        for alias in names_of(card):
+            owners.setdefault(name_key(alias), set()).add(card.name)
+    assert {k: v for k, v in owners.items() if len(v) > 1} == {}
+
+
+@pytest.mark.parametrize("text, card", [("Llama 3 8B", "llama-3-8b"), ("llama3:8b", "llama-3-8b"),
+                                        ("Llama 3.1 8B", "llama-3.1-8b"), ("llama 3 70b", "llama-3-70b"),
+                                        ("qwen2.5:32b", "qwen2.5-32b"), ("gemma2:9b", "gemma-2-9b"),
+                                        ("mixtral:8x22b", "mixtral-8x22b"), ("Qwen/Qwen3-4B", "qwen3-4b")])
+def test_model_names_users_type_resolve(text, card):
+    assert CardStore().model(text).name == card
