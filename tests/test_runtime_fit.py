@@ -269,6 +269,7 @@ def test_the_extra_decode_parameters_are_fitted_only_where_they_lower_the_loss(m
             self.row, self.param = {"id": i}, "memory"
 
     rows = [Row(str(i)) for i in range(rf.MIN_EXTRA_ROWS)]
+    monkeypatch.setattr(rf, "_row_error", lambda r, store, values: 0.0)  # every row within the cap
 
     def flat_in_extras(rows, store, values):  # every card sits below the limit; launch cost does not matter
         return (values.get("memory", 0.5) - 0.8) ** 2
@@ -299,6 +300,29 @@ def test_the_extra_decode_parameters_are_fitted_only_where_they_lower_the_loss(m
     monkeypatch.setattr(rf, "_loss", compensating)
     values = rf.fit_group(rows, None)
     assert set(values) == {"memory"} and values["memory"] == pytest.approx(0.8, rel=0.02)  # refitted without it
+
+
+def test_a_value_none_of_its_rows_comes_near_is_not_shipped(monkeypatch):
+    """Rows predicted beyond ERROR_CAP whatever the value leave the capped loss flat in it: the search would stop
+    anywhere in its bounds, so fit_group drops that value (its format falls back to the prior) and keeps the others."""
+    from roofline.calibrate import runtime_fit as rf
+
+    class Row:
+        def __init__(self, i, param):
+            self.row, self.param = {"id": i}, param
+
+    rows = [Row("m1", "memory"), Row("m2", "memory"), Row("f1", "format:q4_k_m"), Row("f2", "format:q4_k_m")]
+
+    def error(r, store, values):  # the memory rows fit; the q4_k_m rows stay 10x off at any efficiency
+        return abs(math.log(values.get("memory", 0.5) / 0.8)) if r.param == "memory" else math.log(10.0)
+
+    monkeypatch.setattr(rf, "_CACHE", {})
+    monkeypatch.setattr(rf, "_row_error", error)
+    monkeypatch.setattr(rf, "_loss", lambda rows, store, values: sum(error(r, store, values) for r in rows))
+    values = rf.fit_group(rows, None)
+    assert set(values) == {"memory"} and values["memory"] == pytest.approx(0.8, rel=0.02)
+    assert rf._uninformed(rows, None, {"memory": 0.8, "format:q4_k_m": 0.99}) == ["format:q4_k_m"]
+    assert rf._uninformed(rows[:2], None, {"memory": 0.8}) == []
 
 
 def test_one_gemm_kernel_for_every_format_fits_one_compute_efficiency():
@@ -370,6 +394,7 @@ def test_a_version_range_keeps_the_launch_cost_it_fits_on_its_own_rows(monkeypat
 
     monkeypatch.setattr(rf, "_CACHE", {})
     monkeypatch.setattr(rf, "_loss", loss)
+    monkeypatch.setattr(rf, "_row_error", lambda r, store, values: 0.0)  # every row within the cap
     fits = {g.scope: g.values for g in rf._group_fits("rt", "s", members, None, "versions")}
     assert "kernel_overhead_s" not in fits["s"]  # runtime-wide, the 10 us rows hold the prior
     assert fits["s@b3216"]["kernel_overhead_s"] == pytest.approx(4e-6, rel=0.05)

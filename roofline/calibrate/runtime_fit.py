@@ -85,12 +85,25 @@ def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> Runtim
                                                                         "fitted_from": {**prof.fitted_from, scope: "fit"}})})
 
 
+def _row_error(r: FitRow, store: CardStore, values: dict[str, float]) -> float:
+    """|log(predicted / measured)| of one row under `values`, capped at ERROR_CAP."""
+    p = predict_row(r.row, store, runtime=_with(r.choice, r.scope, values))
+    return min(abs(math.log(p.predicted / p.measured)), ERROR_CAP) if p.predicted else ERROR_CAP
+
+
 def _loss(rows: list[FitRow], store: CardStore, values: dict[str, float]) -> float:
-    total = 0.0
+    return sum(_row_error(r, store, values) for r in rows) / max(len(rows), 1)
+
+
+def _uninformed(rows: list[FitRow], store: CardStore, values: dict[str, float]) -> list[str]:
+    """The fitted values whose every own row stays beyond ERROR_CAP: the capped loss is flat in such a value, so the
+    search ends anywhere in its bounds (Intel prompts predicted 10x too fast pinned a k-quant's efficiency at 1.0)
+    and shipping it would move other rows on nothing."""
+    own: dict[str, list[FitRow]] = {}
     for r in rows:
-        p = predict_row(r.row, store, runtime=_with(r.choice, r.scope, values))
-        total += min(abs(math.log(p.predicted / p.measured)), ERROR_CAP) if p.predicted else ERROR_CAP
-    return total / max(len(rows), 1)
+        own.setdefault(r.param, []).append(r)
+    return [p for p, members in own.items()
+            if p in values and all(_row_error(r, store, values) >= ERROR_CAP for r in members)]
 
 
 def golden(f, lo: float, hi: float) -> float:
@@ -118,7 +131,8 @@ def fit_group(rows: list[FitRow], store: CardStore, fixed: dict[str, float] | No
               held: tuple[str, ...] = ()) -> dict[str, float]:
     """Coordinate descent over the parameters the rows inform (`free_params`, less the extra ones `held`), the
     others held at `fixed`; each of EXTRA_PARAMS is dropped again (back to the prior, the rest refitted without it)
-    unless it lowers the loss by MIN_EXTRA_GAIN."""
+    unless it lowers the loss by MIN_EXTRA_GAIN, and a value no row of its own comes within ERROR_CAP of is dropped
+    (`_uninformed`)."""
     fixed = fixed or {}
     key = (tuple(sorted(r.row["id"] for r in rows)), tuple(sorted(fixed.items())), held)
     if key not in _CACHE:
@@ -129,6 +143,8 @@ def fit_group(rows: list[FitRow], store: CardStore, fixed: dict[str, float] | No
             without = _descend(rows, store, fixed, rest)
             if _loss(rows, store, {**fixed, **without}) - _loss(rows, store, {**fixed, **values}) < MIN_EXTRA_GAIN:
                 values, params = without, rest
+        for p in _uninformed(rows, store, {**fixed, **values}):
+            values.pop(p, None)  # a value held at `fixed` is not this fit's to drop
         _CACHE[key] = values
     return dict(_CACHE[key])
 
