@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -40,10 +40,10 @@ def _choice(option: str, value: str | None, allowed: set[str]) -> str | None:
 
 
 @app.command("list", help="All hardware cards (bundled, user directory, --cards), or those matching a query.")
-def list_(query: Annotated[Optional[str], typer.Argument(help="Words every listed card's name, an alias or its "
+def list_(query: Annotated[str | None, typer.Argument(help="Words every listed card's name, an alias or its "
                                                          "description must contain, e.g. '4070' or 'm3 max'.")] = None,
-          vendor: Annotated[Optional[str], typer.Option(help="Only this vendor's cards: nvidia, amd, apple, ...")] = None,
-          kind: Annotated[Optional[str], typer.Option(help="Only this kind: gpu, soc, cpu, accelerator.")] = None,
+          vendor: Annotated[str | None, typer.Option(help="Only this vendor's cards: nvidia, amd, ...")] = None,
+          kind: Annotated[str | None, typer.Option(help="Only this kind: gpu, soc, cpu, accelerator.")] = None,
           as_json: JsonOpt = False, cards: CardsOpt = None):
     st = store(cards)
     every = st.all("hardware")
