@@ -96,9 +96,9 @@ def _loss(rows: list[FitRow], store: CardStore, values: dict[str, float]) -> flo
 
 
 def _uninformed(rows: list[FitRow], store: CardStore, values: dict[str, float]) -> list[str]:
-    """The fitted values whose every own row stays beyond ERROR_CAP: the capped loss is flat in such a value, so the
-    search ends anywhere in its bounds (Intel prompts predicted 10x too fast pinned a k-quant's efficiency at 1.0)
-    and shipping it would move other rows on nothing."""
+    """The fitted values whose every own row stays beyond ERROR_CAP: the capped loss is flat in such a value (rows
+    10x off at any efficiency), so the search ends anywhere in its bounds, and shipping that end point would move
+    other rows' predictions on no evidence."""
     own: dict[str, list[FitRow]] = {}
     for r in rows:
         own.setdefault(r.param, []).append(r)
