@@ -41,7 +41,7 @@ for step in $STEPS; do
       run validate_full 150 $RL validate --hw "$HW" --engine-shapes --device cuda --json ;;
     graphs) run graphs 90 python3 benchmarks/cuda_graphs.py --skip-calibrate ;;
     serving) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"
-      run serving 75 $RL validate --serving --hw "$HW" --device cuda --json
+      run serving 75 python3 benchmarks/serving_whole.py --cut
       run serving_whole 100 python3 benchmarks/serving_whole.py ;;
     whole) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"
       for m in ${WHOLE_MODELS:-llama-3.1-8b gemma-3-4b}; do for b in 1 16; do

@@ -2,6 +2,8 @@
 "NVIDIA H100 with CUDA graphs").
 
     PYTHONPATH=. python benchmarks/gpu_refit.py [benchmarks/data/h100-2026-11-26]   # ~4 min on 2 cores
+    PYTHONPATH=. python benchmarks/gpu_refit.py benchmarks/data/h100-2026-11-26b \
+        --engine-runs benchmarks/data/h100-2026-11-26b/flash-attention   # ~8 min
 
 Each run folder holds what `benchmarks/cuda_calibrate.sh` wrote on the GPU: the calibrated card (every measured step
 in `calibration.measurements`), `validate_quick.json` (validate's default engine shapes, served for real) and
@@ -12,8 +14,8 @@ what `calibrate` does now); then the validate points and the whole-card runs are
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 import yaml
@@ -72,8 +74,12 @@ def whole_errors(run: Path, hw: HardwareCard, st: CardStore) -> dict:
 
 
 def main() -> None:
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else DATA
-    st = CardStore()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root", nargs="?", type=Path, default=DATA, help="a folder of run folders")
+    ap.add_argument("--engine-runs", type=Path, help="whole-card runs for a run folder that has none (another "
+                    "run's folder on the same GPU)")
+    args = ap.parse_args()
+    root, st = args.root, CardStore()
     print("| measurements | predictor | calibration held-out prefill / decode | validate TTFT / ITL median | "
           "whole cards TTFT / ITL |")
     print("|---|---|---|---|---|")
@@ -82,7 +88,8 @@ def main() -> None:
             hw, summary = refit(run / "calibrated-h100-sxm.yaml", st, apart)
             held = summary["held_out"]
             val = validate_errors(run, hw, st)
-            whole = "; ".join(f"{k} {t:+.0f}% / {i:+.0f}%" for k, (t, i) in whole_errors(run, hw, st).items())
+            engine_runs = run if any(run.glob("engine_*.json")) or not args.engine_runs else args.engine_runs
+            whole = "; ".join(f"{k} {t:+.0f}% / {i:+.0f}%" for k, (t, i) in whole_errors(engine_runs, hw, st).items())
             print(f"| {run.name} | {label} | {held['prefill']['median_ape_pct']:.1f}% / "
                   f"{held['decode']['median_ape_pct']:.1f}% | {val['ttft']:.1f}% / {val['itl']:.1f}% | {whole} |",
                   flush=True)

@@ -40,6 +40,7 @@ class StepStats:
     sequences: int
     device_seconds: float = 0.0  # CUDA-event time of the same span on the GPU; = seconds on the CPU
     mode: str = "eager"  # "graphs" (CUDA graph replay), "static" (static buffers, uncaptured) or "eager"
+    chunks: tuple = ()  # per scheduled sequence: (new tokens, tokens cached before the step, samples 0/1)
 
 
 @dataclass
@@ -182,10 +183,11 @@ class LLMEngine:
         work = self.scheduler.schedule()
         if not work:
             return []
+        chunks = tuple((w.num_tokens, w.seq.num_computed_tokens, int(w.samples)) for w in work)
         seconds, sampled = self.execute(work)
         decode = sum(1 for w in work if w.num_tokens == 1 and w.seq.num_computed_tokens >= w.seq.num_prompt_tokens)
         self.stats.append(StepStats(seconds, sum(w.num_tokens for w in work) - decode, decode, len(work),
-                                    self.last_device_seconds, self.last_mode))
+                                    self.last_device_seconds, self.last_mode, chunks))
         return self.scheduler.finish_step(work, sampled)
 
     def execute(self, work: list[Scheduled]) -> tuple[float, dict[int, int]]:

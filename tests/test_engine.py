@@ -169,3 +169,42 @@ def test_proportional_rope_keeps_the_full_heads_frequency_spacing():
     assert torch.allclose(p_rope, 1e6 ** (-2 * i / 512)) and torch.allclose(partial, 1e6 ** (-2 * i / 128))
     with pytest.raises(ValueError, match="needs a factor"):
         inv_frequencies(128, 1e6, {"type": "yarn"})
+
+
+@pytest.mark.parametrize("window", [None, 5, 40])
+def test_cached_chunks_in_one_call_match_chunk_by_chunk(window, monkeypatch):
+    """The batched path CUDA takes for chunks on top of a cache (queries and spans padded, one attention call) gives
+    what attending chunk by chunk gives: GQA heads, chunks of different lengths and contexts beside decode rows and
+    a fresh prompt, with and without a sliding window."""
+    from roofline.engine.model import attention
+    from roofline.engine.model.attention import PagedKV, paged_attention
+
+    torch.manual_seed(0)
+    bs, kv_heads, heads, d = 4, 2, 6, 8
+    cache = PagedKV(40, bs, kv_heads, d, torch.float32, "cpu")
+    cache.k.normal_()
+    cache.v.normal_()
+    chunks = [(7, 9), (1, 13), (6, 0), (3, 2), (1, 30), (11, 21)]  # (new tokens, cached) per sequence
+    tables, block = [], 1
+    for n, ctx in chunks:
+        need = -(-(n + ctx) // bs)
+        tables.append(list(range(block, block + need)))
+        block += need
+    width = max(map(len, tables))
+    block_tables = torch.tensor([t + [0] * (width - len(t)) for t in tables])
+    starts = [sum(n for n, _ in chunks[:i]) for i in range(len(chunks))]
+    positions = torch.cat([torch.arange(c, c + n) for n, c in chunks])
+    meta = StepMeta(positions, torch.zeros_like(positions), block_tables, starts, [n for n, _ in chunks],
+                    [c for _, c in chunks], bs, [None] * len(chunks))
+    total = sum(n for n, _ in chunks)
+    q, k, v = torch.randn(total, heads, d), torch.randn(total, kv_heads, d), torch.randn(total, kv_heads, d)
+    for (n, c), table, q0 in zip(chunks, tables, starts):  # the new tokens' K/V in the cache, as the model writes
+        slots = torch.tensor([table[p // bs] * bs + p % bs for p in range(c, c + n)])
+        cache.write(slots, k[q0:q0 + n], v[q0:q0 + n])
+    one_by_one = paged_attention(q, k, v, cache, meta, 0.3, window)
+    monkeypatch.setattr(attention, "BATCH_CACHED_CHUNKS", True)
+    meta.memo.clear()
+    batched = paged_attention(q, k, v, cache, meta, 0.3, window)
+    assert torch.allclose(batched, one_by_one, atol=1e-5)
+    together = tuple(i for i, (n, c) in enumerate(chunks) if n > 1 and (c or window is not None and n > window))
+    assert together in ((0, 3, 5), (0, 2, 3, 5)) and ("chunks", together, window) in meta.memo  # one call

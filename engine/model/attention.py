@@ -96,17 +96,25 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: Pa
         return static_decode_attention(q, cache, meta.block_tables, meta.static_kv_lens, scale, window)
     singles = tuple(s for s, n in enumerate(meta.q_lens) if n == 1)
     if len(singles) == len(meta.q_lens):
-        return _decode_attention(q, cache, _decode_index(meta, singles, window), scale)
+        return _decode_attention(q, cache, _decode_index(meta, singles, window)[:2], scale)
     out = torch.empty_like(q)
     if singles:
-        rows = torch.tensor([meta.q_starts[s] for s in singles], device=q.device)
-        out[rows] = _decode_attention(q[rows], cache, _decode_index(meta, singles, window), scale)
+        ids, valid, rows = _decode_index(meta, singles, window)
+        out[rows] = _decode_attention(q[rows], cache, (ids, valid), scale)
+    cached = []  # chunks that read cached blocks
     for s, (q0, n, ctx) in enumerate(zip(meta.q_starts, meta.q_lens, meta.ctx_lens)):
         if n == 1:
             continue
         if ctx == 0 and (window is None or n <= window):
             out[q0:q0 + n] = _sdpa(q[q0:q0 + n], k[q0:q0 + n], v[q0:q0 + n], None, scale)
-            continue
+        else:
+            cached.append(s)
+    if cached and (q.is_cuda or BATCH_CACHED_CHUNKS):
+        rows, chunk_out = _cached_chunks(q, cache, meta, tuple(cached), scale, window)
+        out[rows] = chunk_out
+        return out
+    for s in cached:
+        q0, n, ctx = meta.q_starts[s], meta.q_lens[s], meta.ctx_lens[s]
         keys, values, kpos = _cached_span(cache, meta.block_tables[s], ctx + n, meta.block_size, window, n)
         qpos = torch.arange(ctx, ctx + n, device=q.device)[:, None]
         allowed = (kpos[None, :] <= qpos) & (kpos[None, :] >= 0)
@@ -114,6 +122,71 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: Pa
             allowed &= qpos - kpos[None, :] < window
         out[q0:q0 + n] = _sdpa(q[q0:q0 + n], keys, values, allowed, scale)
     return out
+
+
+# Chunks on top of a cache attend in one call on CUDA: per chunk, a step of S chunks launched ~10 kernels per chunk
+# and layer, host-bound there (tens of ms per step on an H100: docs/calibration.md, "Serving on the GPU"). On the CPU
+# the per-chunk path reads no padding and stays; tests set this to run the batched path there too.
+BATCH_CACHED_CHUNKS = False
+
+
+def _cached_chunks(q: torch.Tensor, cache: PagedKV, meta: StepMeta, chunks: tuple[int, ...], scale: float,
+                   window: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every chunk in `chunks` (sequences whose new tokens read cached blocks) in one attention call: queries padded
+    to the longest chunk [C, n_max], keys to the widest span of blocks [C, L]; each KV head's query heads stacked as
+    its queries ([C, K, G * n_max, D], no K/V repeat). Returns the step rows [R] of the chunks' tokens and their
+    outputs [R, H, D]."""
+    ids, allowed, take = _chunk_index(meta, chunks, window)
+    keys, values = cache.read_blocks(ids)  # [C, L, K, D]
+    c, n_max = take.shape
+    h, d = q.shape[1:]
+    kv = keys.shape[2]
+    group = h // kv
+    qc = q[take.clamp(min=0)].view(c, n_max, kv, group, d).permute(0, 2, 3, 1, 4).reshape(c, kv, group * n_max, d)
+    o = F.scaled_dot_product_attention(qc, keys.transpose(1, 2), values.transpose(1, 2), scale=scale,
+                                       attn_mask=_group_bias(meta, (chunks, window, group, q.dtype), allowed, group))
+    o = o.view(c, kv, group, n_max, d).permute(0, 3, 1, 2, 4).reshape(c * n_max, h, d)
+    live = (take >= 0).reshape(-1)
+    return take.reshape(-1)[live], o[live]
+
+
+def _group_bias(meta: StepMeta, key: tuple, allowed: torch.Tensor, group: int) -> torch.Tensor:
+    """`allowed` [C, n_max, L] as an additive bias [C, 1, G * n_max, L] (0 or -inf) in the queries' dtype, once per
+    step, window and group size (a boolean mask would be converted by every layer's call)."""
+    if key not in meta.memo:
+        c, n_max, width = allowed.shape
+        stacked = allowed[:, None, None].expand(c, 1, group, n_max, width).reshape(c, 1, group * n_max, width)
+        bias = torch.zeros(stacked.shape, dtype=key[-1], device=allowed.device)
+        meta.memo[key] = bias.masked_fill_(~stacked, float("-inf"))
+    return meta.memo[key]
+
+
+def _chunk_index(meta: StepMeta, chunks: tuple[int, ...], window: int | None):
+    """For `_cached_chunks`, built on the host once per step and window: block ids [C, W] of each chunk's visible
+    span (0-padded), the mask [C, n_max, W * block_size] of the keys each query may see (causal, within the window,
+    before the sequence's end), and each query's row in the step [C, n_max] (-1: padding)."""
+    key = ("chunks", chunks, window)
+    if key not in meta.memo:
+        bs = meta.block_size
+        n = torch.tensor([meta.q_lens[s] for s in chunks])
+        ctx = torch.tensor([meta.ctx_lens[s] for s in chunks])
+        length = ctx + n
+        first = torch.zeros_like(ctx) if window is None else (ctx + 1 - window).clamp(min=0)  # first query's view
+        b0, b1 = first // bs, (length + bs - 1) // bs
+        blk = b0[:, None] + torch.arange(int((b1 - b0).max()))[None, :]  # [C, W]
+        tables = (meta.block_tables if meta.host_tables is None else meta.host_tables)[list(chunks)].cpu()
+        ids = torch.where(blk < b1[:, None], torch.gather(tables, 1, blk.clamp(max=tables.shape[1] - 1)), 0)
+        kpos = (blk[:, :, None] * bs + torch.arange(bs)).flatten(1)[:, None, :]  # [C, 1, W * bs]
+        j = torch.arange(int(n.max()))[None, :]  # [1, n_max]
+        qpos = (ctx[:, None] + j)[:, :, None]  # [C, n_max, 1]
+        allowed = (kpos <= qpos) & (kpos < length[:, None, None])  # padding blocks sit at or past the end
+        if window is not None:
+            allowed &= qpos - kpos < window
+        starts = torch.tensor([meta.q_starts[s] for s in chunks])
+        take = torch.where(j < n[:, None], starts[:, None] + j, -1)
+        device = meta.block_tables.device
+        meta.memo[key] = ids.to(device), allowed.to(device), take.to(device)
+    return meta.memo[key]
 
 
 def _cached_span(cache: PagedKV, table: torch.Tensor, length: int, block_size: int, window: int | None, n: int):
@@ -126,11 +199,11 @@ def _cached_span(cache: PagedKV, table: torch.Tensor, length: int, block_size: i
     return keys[0], values[0], torch.where(pos < length, pos, -1)
 
 
-def _decode_index(meta: StepMeta, rows: tuple[int, ...], window: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+def _decode_index(meta: StepMeta, rows: tuple[int, ...], window: int | None):
     """Block ids [S, n] and the valid-position mask [S, n * block_size] of sequences `rows`, each one new token,
-    padded to the longest span: computed on the host from the step's lengths and built once per step and window
-    (every layer of a kind reuses them; computed per layer on the device, reading the span length back cost a
-    device sync per layer)."""
+    padded to the longest span, and their rows in the step [S]: computed on the host from the step's lengths and
+    copied once per step and window (every layer of a kind reuses them; a host-to-device copy per layer waits for
+    the device each time)."""
     key = ("decode", rows, window)
     if key not in meta.memo:
         bs = meta.block_size
@@ -142,8 +215,9 @@ def _decode_index(meta: StepMeta, rows: tuple[int, ...], window: int | None) -> 
         ids = torch.where(blk < b1[:, None], torch.gather(tables, 1, blk.clamp(max=tables.shape[1] - 1)), 0)
         pos = (blk[:, :, None] * bs + torch.arange(bs)).flatten(1)  # [S, n * bs]
         valid = (pos >= firsts[:, None]) & (pos < lens[:, None])
+        rows_in_step = torch.tensor([meta.q_starts[s] for s in rows])
         device = meta.block_tables.device
-        meta.memo[key] = ids.to(device), valid.to(device)
+        meta.memo[key] = ids.to(device), valid.to(device), rows_in_step.to(device)
     return meta.memo[key]
 
 

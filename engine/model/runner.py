@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from roofline.engine.core.scheduler import Scheduled
 from roofline.engine.model.attention import PagedKV, StepMeta
 from roofline.engine.model.mamba import Mamba2
 from roofline.engine.model.transformer import Transformer
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
 def make_caches(model: Transformer, num_blocks: int, block_size: int, state_slots: int, dtype, device,
@@ -56,6 +59,17 @@ def sample(logits: torch.Tensor, temperatures: list[float], generators: list[tor
     return out
 
 
+# On CUDA, eager steps keep to attention backends without per-shape set-up: cuDNN's fused attention (one of PyTorch's
+# defaults on Hopper) builds an execution plan for each new sequence length, tens of milliseconds on an H100
+# (docs/calibration.md, "Serving on the GPU"), which a server's variable-length kernels never pay.
+EAGER_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+def attention_backends(device):
+    """The context eager steps run in: EAGER_ATTENTION on CUDA, PyTorch's defaults elsewhere."""
+    return sdpa_kernel(EAGER_ATTENTION) if torch.device(device).type == "cuda" else contextlib.nullcontext()
+
+
 @torch.inference_mode()
 def run_step(model: Transformer, work: list[Scheduled], caches: list, block_size: int, device) -> torch.Tensor | None:
     """Forward the step; logits [S', vocab] for the chunks that reach their sequence's end (in `work` order)."""
@@ -65,6 +79,7 @@ def run_step(model: Transformer, work: list[Scheduled], caches: list, block_size
                 if hasattr(cache, "reset"):
                     cache.reset(w.seq.state_slot)
     ids, meta = step_meta(work, block_size, device)
-    hidden = model(ids, meta, caches)
+    with attention_backends(device):
+        hidden = model(ids, meta, caches)
     last = [q0 + n - 1 for w, q0, n in zip(work, meta.q_starts, meta.q_lens) if w.samples]
     return model.logits(hidden[last]) if last else None

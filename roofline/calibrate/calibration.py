@@ -31,7 +31,10 @@ CPU_PARAMS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "ge
               "step_overhead_s", "sequence_overhead_s")
 # a row threshold, so tried on a grid (one pattern search per value) rather than stepped by the pattern search
 GEMV_MAX_TOKENS = (1, 4, 8, 16, 32)
-GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens",)
+GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens", "token_overhead_s")
+# where the GPU fit starts the host work per new token: the order of the Python list work per token in the engine's
+# step_meta (the H100 calibrations of docs/calibration.md settled at 0.8-1.0 us)
+TOKEN_OVERHEAD_START_S = 1e-6
 HELD_OUT_SHARE = 0.3
 # Where the fit starts besides the card's defaults: the GEMM ramp trades `compute` against `gemm_half_tokens` (a
 # lower plateau reached sooner fits mid-size prefill nearly as well), and decode trades the bandwidth fraction
@@ -92,6 +95,8 @@ def fit_records(records: list[StepRecord], hw: HardwareCard, store: CardStore, o
     measured = [r.seconds for r in fit]
     candidates = (gemv_max_tokens,) if gemv_max_tokens else GEMV_MAX_TOKENS
     base = replace(expected_efficiency(hw), activation_cost=activation_cost or {})
+    if "token_overhead_s" in params and not base.token_overhead_s:  # from 0 the multiplicative search never moves
+        base = replace(base, token_overhead_s=TOKEN_OVERHEAD_START_S)
     if graph_limits and any(r.mode == "graphs" for r in fit):  # starts at the ordinary launch cost
         base = replace(base, graph_kernel_overhead_s=base.kernel_overhead_s, **graph_limits)
         params = params + ("graph_kernel_overhead_s",)

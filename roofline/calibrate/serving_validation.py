@@ -63,7 +63,7 @@ def _serve_real(eng, reqs: list[Request], clients: int | None) -> dict:
                 if nxt is not None:
                     pending.append(Request(end, nxt.prompt_tokens, nxt.output_tokens))
     total = time.perf_counter() - t0
-    return _stats(ttft, gaps, done_tokens / total)
+    return {**_stats(ttft, gaps, done_tokens / total), "wall_s": total}
 
 
 def _stats(ttft, gaps, tok_s) -> dict:
@@ -78,29 +78,87 @@ def serving_validation(hw, st, device: str, dtype: str, spec: dict = SPEC) -> li
     card = reduce_card(st.model(spec["model"]), spec["layers"], spec["vocab"])
     eng = LLMEngine(card, dtype=dtype, device=device, max_num_seqs=spec["max_num_seqs"],
                     max_step_tokens=spec["step_tokens"], max_kv_bytes=1e9, prefix_caching=False)
-    policy = ServingPolicy(name="engine", max_num_batched_tokens=spec["step_tokens"], max_num_seqs=spec["max_num_seqs"],
-                           block_size_tokens=eng.cfg.block_size, prefix_caching=False)
-    wl = make_workload(quant=engine_quant(dtype), kv_quant=dtype)
-    setup = ReplicaSetup.build(card, hw, wl, policy, expected_efficiency(hw), len(eng.blocks.ref_count))
-    prompt, output = parse_lengths("--prompt", spec["prompt"]), parse_lengths("--output", spec["output"])
+    setup = simulator_setup(card, hw, spec, dtype, eng.cfg.block_size, len(eng.blocks.ref_count))
     eng.generate([[1] * 64] * 4, 4)  # warm-up: allocator and kernels
     eng.capture_graphs()  # on CUDA every decode bucket, as a server captures at start-up: no request waits on one
     # the Poisson rate: ~70% of what the simulator says one replica sustains in a closed loop of `clients`
-    probe = simulate(Fleet(setup), closed=ClosedLoop(spec["clients"], list(open_loop(1.0, spec["requests"], prompt, output,
-                                                                                     spec["seed"]))))
+    probe = simulate(Fleet(setup), closed=ClosedLoop(spec["clients"], trace(spec, 1.0)))
     rate = 0.7 * probe.summary()["requests_per_s"]
     rows = []
-    poisson = list(open_loop(rate, spec["requests"], prompt, output, spec["seed"]))
-    for name, reqs, clients in (("poisson", poisson, None), ("closed_loop", poisson, spec["clients"])):
-        measured = _serve_real(eng, reqs, clients)
-        sim = simulate(Fleet(setup), reqs, None) if clients is None else \
-            simulate(Fleet(setup), closed=ClosedLoop(clients, reqs))
-        m = sim.metrics
-        predicted = _stats_from(m)
+    poisson = trace(spec, rate)
+    for name, clients in (("poisson", None), ("closed_loop", spec["clients"])):
+        first = len(eng.stats)
+        measured = _serve_real(eng, poisson, clients)
+        wall_s = measured.pop("wall_s")
+        predicted, sim_steps = simulated(setup, poisson, clients)
         rows.append({"trace": name, "rate_per_s": rate if clients is None else None, "clients": clients,
-                     "measured": measured, "predicted": predicted,
-                     "error_pct": {k: 100 * (predicted[k] - measured[k]) / measured[k] for k in measured}})
+                     "kv_blocks": setup.num_blocks, "measured": measured, "predicted": predicted,
+                     "error_pct": errors(predicted, measured),
+                     "steps": step_report(eng.stats[first:], wall_s, setup.timer, sim_steps, spec.get("step_log"))})
     return rows
+
+
+def simulator_setup(card, hw, spec: dict, dtype: str, block_size: int, kv_blocks: int | None) -> ReplicaSetup:
+    """The replica the simulator runs for `spec`: the engine's scheduler limits and block size, its KV pool of
+    `kv_blocks` blocks (None: sized by the memory budget), timed on `hw`."""
+    policy = ServingPolicy(name="engine", max_num_batched_tokens=spec["step_tokens"], max_num_seqs=spec["max_num_seqs"],
+                           block_size_tokens=block_size, prefix_caching=False)
+    wl = make_workload(quant=engine_quant(dtype), kv_quant=dtype)
+    return ReplicaSetup.build(card, hw, wl, policy, expected_efficiency(hw), kv_blocks)
+
+
+def trace(spec: dict, rate_per_s: float) -> list[Request]:
+    """`spec`'s requests arriving as a Poisson stream at `rate_per_s` (the closed loop takes their sizes)."""
+    prompt, output = parse_lengths("--prompt", spec["prompt"]), parse_lengths("--output", spec["output"])
+    return list(open_loop(rate_per_s, spec["requests"], prompt, output, spec["seed"]))
+
+
+def simulated(setup: ReplicaSetup, reqs: list[Request], clients: int | None) -> tuple[dict, int]:
+    """The simulator's figures for `reqs` (open loop by their arrivals, or a closed loop of `clients`) and its
+    step count."""
+    sim = simulate(Fleet(setup), reqs, None) if clients is None else \
+        simulate(Fleet(setup), closed=ClosedLoop(clients, reqs))
+    return _stats_from(sim.metrics), sim.metrics.steps
+
+
+def errors(predicted: dict, measured: dict) -> dict:
+    return {k: 100 * (predicted[k] - measured[k]) / measured[k] for k in measured}
+
+
+def step_report(stats: list, wall_s: float, timer, simulated_steps: int, keep_log: bool = False) -> dict:
+    """Where the served run's time went, and the simulator's step times on the engine's own steps: per mode (graph
+    replay / static / eager) and kind (decode / prefill / mixed) the steps, their measured median host and device
+    seconds and the median predicted seconds of the same composition; busy against wall time (the rest is the host
+    loop and idle waits for arrivals).
+    `keep_log`: every step as [host s, device s, mode, [[new tokens, cached, samples] ...]] too."""
+    by_mode: dict[str, list] = {}
+    for st in stats:
+        row = (st.seconds, st.device_seconds, predicted_step_s(timer, st.chunks))
+        by_mode.setdefault(f"{st.mode} {_kind(st.chunks)}", []).append(row)
+    modes = {mode: {"steps": len(v), "host_s_p50": float(np.median([x[0] for x in v])),
+                    "device_s_p50": float(np.median([x[1] for x in v])),
+                    "predicted_s_p50": float(np.median([x[2] for x in v])),
+                    "busy_s": float(sum(x[0] for x in v)), "predicted_busy_s": float(sum(x[2] for x in v))}
+             for mode, v in by_mode.items()}
+    report = {"steps": len(stats), "simulated_steps": simulated_steps, "wall_s": wall_s,
+              "busy_s": float(sum(st.seconds for st in stats)), "by_mode": modes}
+    if keep_log:
+        report["log"] = [[st.seconds, st.device_seconds, st.mode, [list(c) for c in st.chunks]] for st in stats]
+    return report
+
+
+def _kind(chunks) -> str:
+    """decode (every chunk one token), prefill (none is) or mixed."""
+    ones = sum(1 for n, *_ in chunks if n == 1)
+    return "decode" if ones == len(chunks) else "prefill" if ones == 0 else "mixed"
+
+
+def predicted_step_s(timer, chunks) -> float:
+    """The simulator's seconds for a step of `chunks` ((new tokens, cached, samples) per sequence), split as the
+    replica splits one: a one-token chunk is a decode row, a longer one a prefill chunk."""
+    decode = [c for n, c, _ in chunks if n == 1]
+    pre = [(n, c) for n, c, _ in chunks if n > 1]
+    return timer.step_seconds(decode, [n for n, _ in pre], [c for _, c in pre], sum(s for *_, s in chunks))
 
 
 def _stats_from(m) -> dict:

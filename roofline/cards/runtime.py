@@ -29,7 +29,8 @@ FLOOR_FIELDS = ("gemm_floor",)  # in [0, 1]: 0 = no floor, the GPU default (a ca
 NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "gemv_unit_bandwidth_bytes_per_s",
                  "kernel_overhead_s", "graph_kernel_overhead_s", "graph_max_batch", "graph_max_context",
                  "kernels_per_expert",
-                 "routing_concentration", "step_overhead_s", "sequence_overhead_s", "prefill_chunk_tokens",
+                 "routing_concentration", "step_overhead_s", "sequence_overhead_s", "token_overhead_s",
+                 "prefill_chunk_tokens",
                  "allreduce_latency_hops")
 SCOPE_KINDS = ("gpu", "soc", "apple", "cpu", "accelerator")
 
@@ -64,6 +65,7 @@ class EfficiencyOverrides(Strict):
     routing_concentration: float | None = Field(None, ge=0)
     step_overhead_s: float | None = Field(None, ge=0)
     sequence_overhead_s: float | None = Field(None, ge=0)
+    token_overhead_s: float | None = Field(None, ge=0)  # host work per new token a step schedules
     allreduce_latency_hops: float | None = Field(None, ge=0)  # link latencies per all-reduce; 0 = the ring's
     flash_attention: bool | None = None  # False: scores materialised between kernels (llama.cpp without -fa)
     prefill_chunk_tokens: float | None = Field(None, ge=0)  # prompt tokens per prefill step (-ub, num_batch); 0 = all

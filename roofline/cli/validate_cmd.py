@@ -193,5 +193,12 @@ def _serving(st, hw: str | None, device: str, dtype: str | None, as_json: bool) 
                                                          Column("simulated", "right"), Column("error", "right")],
                     [(r["trace"], k, f"{r['measured'][k]:.4g}", f"{r['predicted'][k]:.4g}",
                       f"{r['error_pct'][k]:+.1f}%") for r in rows for k in keys])
+        yield table("the engine's steps, measured and as the simulator times the same steps",
+                    ["trace", "steps run", Column("steps", "right"), Column("host p50", "right"),
+                     Column("device p50", "right"), Column("simulated p50", "right"), Column("busy / wall", "right")],
+                    [(r["trace"], mode, str(v["steps"]), f"{v['host_s_p50'] * 1e3:.3g} ms",
+                      f"{v['device_s_p50'] * 1e3:.3g} ms", f"{v['predicted_s_p50'] * 1e3:.3g} ms",
+                      f"{v['busy_s']:.3g} / {r['steps']['wall_s']:.3g} s")
+                     for r in rows for mode, v in r["steps"]["by_mode"].items()])
 
     emit(data, as_json, render)

@@ -64,6 +64,8 @@ class Efficiency:
     step_overhead_s: float = 0.0  # fixed cost per forward step (sampling, scheduling, host sync)
     sequence_overhead_s: float = 0.0  # host work per sequence a step schedules (its block-table row, positions,
     # sampling and bookkeeping in the engine's Python loop): what makes a big decode batch host-bound
+    token_overhead_s: float = 0.0  # host work per new token a step schedules (its id and position gathered into the
+    # step's inputs, the engine's Python lists): a few tenths of a microsecond that a 2,048-token step adds up
     flash_attention: bool = True  # False: the attention core writes its scores out and reads them back
     # (SCORE_BYTES_PER_VALUE each; llama.cpp without -fa), a memory cost that grows with prompt x context
     prefill_chunk_tokens: float = 0.0  # prompt tokens per prefill step (llama.cpp -ub, Ollama num_batch, a chunked-

@@ -101,7 +101,7 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
     cost of one kernel launch (default `kernel_overhead_s`; less in a step replayed as a CUDA graph)."""
     kernel_s = eff.kernel_overhead_s if kernel_s is None else kernel_s
     zero = np.zeros(np.broadcast(tokens, sequences, *(o.flops for o in ops), *(o.bytes for o in ops)).shape)
-    fixed = zero + eff.step_overhead_s + eff.sequence_overhead_s * np.asarray(sequences, dtype=float)
+    fixed = zero + fixed_seconds(eff, tokens, sequences)
     st = StepTime(fixed, zero.copy(), zero.copy(), fixed.copy(), zero.copy(), zero.copy())
     for op in ops:
         if op.op_class == "comm":
@@ -122,6 +122,12 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         st.by_class[op.op_class] = st.by_class.get(op.op_class, 0.0) + limited + ovh
         st.by_op[op.name] = st.by_op.get(op.name, 0.0) + limited + ovh
     return st
+
+
+def fixed_seconds(eff: Efficiency, tokens: Num, sequences: Num = 0) -> Num:
+    """The host work of a step whatever its ops: per step, per sequence scheduled and per new token."""
+    return eff.step_overhead_s + eff.sequence_overhead_s * np.asarray(sequences, dtype=float) \
+        + eff.token_overhead_s * np.asarray(tokens, dtype=float)
 
 
 def launches(op: Op, eff: Efficiency) -> Num:

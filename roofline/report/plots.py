@@ -13,7 +13,7 @@ from roofline.cards.model import ModelCard
 from roofline.perf.efficiency import Efficiency, expected_efficiency
 from roofline.perf.grid import sweep_arrays
 from roofline.perf.request import first_step, gpu_ops, phase_times
-from roofline.perf.timing import time_ops
+from roofline.perf.timing import fixed_seconds, time_ops
 from roofline.perf.workload import Workload
 from roofline.sizing.memory import Deployment, max_concurrency, memory_budget
 
@@ -39,7 +39,7 @@ def roofline_points(card: ModelCard, hw: HardwareCard, wl: Workload, phase: str,
     step = first_step(wl, phase)
     per_op = []
     for op in gpu_ops(card, hw, step, wl):
-        t = float(time_ops([op], hw, eff, step.tokens).total_s) - eff.step_overhead_s
+        t = float(time_ops([op], hw, eff, step.tokens).total_s - fixed_seconds(eff, step.tokens))
         if op.flops * op.count > 0 and t > 0:
             per_op.append({"label": op.name, "intensity": op.flops / op.bytes, "attained": op.flops * op.count / t,
                            "time_s": t})

@@ -24,7 +24,7 @@ from roofline.perf.efficiency import Efficiency
 from roofline.perf.ops import Op, Step, step_ops
 from roofline.perf.parallel import shard_ops
 from roofline.perf.request import gpu_ops, graph_capturable, timed_step, within_graph_limits
-from roofline.perf.timing import launches, time_ops
+from roofline.perf.timing import fixed_seconds, launches, time_ops
 from roofline.perf.workload import Workload
 from roofline.sizing.layers import resolve_layers
 
@@ -97,7 +97,7 @@ class StepTimer:
         step = Step("decode", 1, np.maximum(s, 1), 0)
         ops = [op for op in step_ops(self.card, self.hw, step, self.wl.quant, self.wl.kv_quant) if op.name == "lm_head"]
         st = time_ops(shard_ops(ops, self.wl.tp), self.hw, self.eff, step.tokens)
-        return np.where(s > 0, np.asarray(st.total_s) - self.eff.step_overhead_s, 0.0)
+        return np.where(s > 0, np.asarray(st.total_s) - fixed_seconds(self.eff, s), 0.0)
 
     def _context_table(self, step: Step) -> np.ndarray:
         """Per-sequence FLOPs and bytes of every context op at the step's (broadcast) shapes: (K x ops, ...)."""
@@ -160,10 +160,11 @@ class StepTimer:
         return self._token_table_s[tokens]
 
     def _op_s(self, tpl: Op, values, tokens) -> np.ndarray:
-        """`time_ops` of one context op carrying `values` (its FIELDS), sharded, without the step overhead."""
+        """`time_ops` of one context op carrying `values` (its FIELDS), sharded, without the step's fixed costs."""
         op = replace(tpl, **dict(zip(FIELDS, values)))
-        st = time_ops(shard_ops([op], self.wl.tp), self.hw, self.eff, np.asarray(tokens, dtype=float))
-        return np.asarray(st.total_s) - self.eff.step_overhead_s
+        tokens = np.asarray(tokens, dtype=float)
+        st = time_ops(shard_ops([op], self.wl.tp), self.hw, self.eff, tokens)
+        return np.asarray(st.total_s) - fixed_seconds(self.eff, tokens)  # the token table holds them once
 
     def _linear_cost(self, tpl: Op) -> tuple[float, ...] | None:
         """For a non-GEMM op, `time_ops` is max(flops x a, bytes x b) x count + launches, with a and b fixed by

@@ -1,0 +1,74 @@
+"""Replay stored GPU serving runs through the simulator without the GPU: the same traces, re-simulated on a
+calibrated card (the run's own, or another run's), against what the engine measured; and the simulator's step
+times on the engine's own logged steps (docs/serving.md, "Serving on the GPU").
+
+    PYTHONPATH=. python benchmarks/serving_replay.py benchmarks/data/h100-2026-11-26b/flash-attention \
+        [--card benchmarks/data/h100-2026-11-26b/batched-chunks/calibrated-h100-sxm.yaml] [--refit]
+
+--refit: the card's stored steps refitted by today's `calibrate` fit first (benchmarks/gpu_refit.py; ~1 min a card).
+
+Each run folder holds `serving.json` (validate --serving's two-layer cut) and, where it ran, `serving_whole.json`
+(whole qwen2.5-7b), as `benchmarks/serving_whole.py` writes them with every step logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import yaml
+from gpu_refit import refit
+
+from roofline.calibrate.serving_validation import errors, predicted_step_s, simulated, simulator_setup, trace
+from roofline.cards.hardware import HardwareCard
+from roofline.cards.store import CardStore
+from roofline.sizing.memory import BLOCK_TOKENS
+from roofline.sizing.reduce import reduce_card
+
+KEYS = ("ttft_p50_s", "ttft_p90_s", "itl_p50_s", "itl_p90_s", "output_tok_s")
+
+
+def replay(path: Path, hw: HardwareCard, st: CardStore) -> list[str]:
+    """Markdown rows: per trace, each metric's error re-simulated on `hw`, and the step-time ratio by kind."""
+    d = json.loads(path.read_text())
+    spec, rows = d["spec"], d["traces"]
+    card = reduce_card(st.model(spec["model"]), spec["layers"], spec["vocab"])
+    # the stored runs before kv_blocks was recorded had a 1 GB pool that 64 requests never filled: None sizes it
+    setup = simulator_setup(card, hw, spec, d["dtype"], BLOCK_TOKENS, rows[0].get("kv_blocks"))
+    rate = next(r["rate_per_s"] for r in rows if r["clients"] is None)
+    out = []
+    for r in rows:
+        predicted, _ = simulated(setup, trace(spec, rate), r["clients"])
+        err = errors(predicted, r["measured"])
+        kinds = {}
+        for host_s, _device_s, mode, chunks in r["steps"].get("log", []):
+            kind = "decode" if all(c[0] == 1 for c in chunks) else "prefill/mixed"
+            kinds.setdefault(kind, []).append(predicted_step_s(setup.timer, chunks) / host_s - 1)
+        steps = ", ".join(f"{k} {100 * float(np.median(v)):+.0f}% (n={len(v)})" for k, v in kinds.items())
+        out.append(f"| {path.parent.name}/{path.stem} | {r['trace']} | "
+                   + " | ".join(f"{err[k]:+.1f}%" for k in KEYS) + f" | {steps} |")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--card", type=Path, help="a calibrated card (default: each run's own)")
+    ap.add_argument("--refit", action="store_true", help="refit the card's stored steps with today's fit first")
+    args = ap.parse_args()
+    st = CardStore()
+    print("| run | trace | TTFT p50 | TTFT p90 | ITL p50 | ITL p90 | output tok/s | step time, median (simulated / "
+          "measured - 1) |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    for run in args.runs:
+        card_file = args.card or run / "calibrated-h100-sxm.yaml"
+        hw = refit(card_file, st, graphs_apart=True)[0] if args.refit else \
+            HardwareCard.model_validate(yaml.safe_load(card_file.read_text()))
+        for path in sorted(run.glob("serving*.json")):
+            print("\n".join(replay(path, hw, st)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
