@@ -329,3 +329,15 @@ def test_validate_serving_smoke():
             predicted = r["predicted"][k]
             assert measured > 0 and predicted > 0
             assert r["error_pct"][k] == pytest.approx(100 * (predicted - measured) / measured)
+
+
+def test_validate_serving_serves_the_whole_model_on_a_gpu():
+    """On CUDA the two-layer cut's steps are host-bound launches, nothing a served model looks like: the GPU spec is
+    the whole model (every layer, its own vocabulary) with longer requests; every other device keeps the cut."""
+    from roofline.calibrate.serving_validation import GPU_SPEC, SPEC, spec_for
+    from roofline.sizing.reduce import reduce_card
+
+    assert spec_for("cuda") is GPU_SPEC and spec_for("cuda:1") is GPU_SPEC and spec_for("cpu") is SPEC
+    assert (GPU_SPEC["layers"], GPU_SPEC["vocab"]) == (None, None) and SPEC["layers"] == 2
+    whole = reduce_card(STORE.model(GPU_SPEC["model"]), GPU_SPEC["layers"], GPU_SPEC["vocab"])
+    assert whole == STORE.model(GPU_SPEC["model"])

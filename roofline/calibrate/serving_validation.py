@@ -19,9 +19,20 @@ from roofline.perf.serving.workload import Request, open_loop, parse_lengths
 from roofline.perf.workload import make_workload
 from roofline.sizing.reduce import reduce_card
 
-# 64 requests per trace: with 24, the p90 is the third-slowest request, a single slow step moves it
+# 64 requests per trace: with 24, the p90 is the third-slowest request, a single slow step moves it. Cut to two
+# layers and a 3,000-token vocabulary so that a CPU serves it in a minute or two.
 SPEC = dict(model="qwen2.5-7b", layers=2, vocab=3000, max_num_seqs=16, step_tokens=256, requests=64,
             prompt="uniform:32,192", output="uniform:8,24", clients=6, seed=0)
+# On a GPU the cut's steps are a millisecond or two of host-bound launches, nothing a served model looks like
+# (docs/serving.md, "validate --serving on an H100"): the whole model (None: every layer, its own vocabulary) with
+# longer requests, under a budget of 2,048 tokens per step; ~40 s on an H100.
+GPU_SPEC = {**SPEC, "layers": None, "vocab": None, "step_tokens": 2048, "prompt": "uniform:128,768",
+            "output": "uniform:32,128", "clients": 8}
+
+
+def spec_for(device: str) -> dict:
+    """validate --serving's spec on `device`: the whole model on CUDA, the two-layer cut elsewhere."""
+    return GPU_SPEC if device.startswith("cuda") else SPEC
 
 
 def _serve_real(eng, reqs: list[Request], clients: int | None) -> dict:

@@ -179,18 +179,20 @@ def _published(st, path: Path, as_json: bool) -> None:
 
 def _serving(st, hw: str | None, device: str, dtype: str | None, as_json: bool) -> None:
     load()  # a clear line when torch is missing
-    from roofline.calibrate.serving_validation import SPEC, serving_validation
+    from roofline.calibrate.serving_validation import serving_validation, spec_for
 
     card = st.hardware(hw or "host")
     dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
-    rows = serving_validation(card, st, device, dtype)
-    data = {"hardware": card.name, "spec": SPEC, "dtype": dtype, "traces": rows}
+    spec = spec_for(device)
+    rows = serving_validation(card, st, device, dtype, spec)
+    data = {"hardware": card.name, "spec": spec, "dtype": dtype, "traces": rows}
+    cut = f"{spec['layers'] or 'all'} layers, vocab {spec['vocab'] or 'whole'}"
 
     def render():
         keys = ("ttft_p50_s", "ttft_p90_s", "itl_p50_s", "itl_p90_s", "output_tok_s")
-        yield table(f"served by the engine vs simulated on {card.name} ({SPEC['model']}, {SPEC['layers']} layers, "
-                    f"vocab {SPEC['vocab']}, {dtype})", ["trace", "metric", Column("measured", "right"),
-                                                         Column("simulated", "right"), Column("error", "right")],
+        yield table(f"served by the engine vs simulated on {card.name} ({spec['model']}, {cut}, {dtype})",
+                    ["trace", "metric", Column("measured", "right"), Column("simulated", "right"),
+                     Column("error", "right")],
                     [(r["trace"], k, f"{r['measured'][k]:.4g}", f"{r['predicted'][k]:.4g}",
                       f"{r['error_pct'][k]:+.1f}%") for r in rows for k in keys])
         yield table("the engine's steps, measured and as the simulator times the same steps",
