@@ -1,6 +1,6 @@
 """Replay stored GPU serving runs through the simulator without the GPU: the same traces, re-simulated on a
 calibrated card (the run's own, or another run's), against what the engine measured; and the simulator's step
-times on the engine's own logged steps (docs/serving.md, "Serving on the GPU").
+times on the engine's own logged steps (docs/serving.md, "`validate --serving` on an H100").
 
     PYTHONPATH=. python benchmarks/serving_replay.py benchmarks/data/h100-2026-11-26b/flash-attention \
         [--card benchmarks/data/h100-2026-11-26b/batched-chunks/calibrated-h100-sxm.yaml] [--refit]

@@ -59,7 +59,21 @@ def test_a_replayed_step_saves_its_launches_and_nothing_else():
     assert float(fast.memory_s) == pytest.approx(float(slow.memory_s), rel=1e-12)
 
 
-@pytest.mark.parametrize("batch", [4, 32, 48])
+def test_a_replayed_step_runs_its_bucket_s_rows_and_attends_its_own():
+    """9 sequences replay the 16-row graph: every op but attention costs what 16 sequences cost, attention what 9
+    cost; outside the graph limits (or without a graph cost) the step runs its own 9 rows."""
+    card = _card("llama-3.1-8b", 2)
+    nine, sixteen = (timed_step(card, HW, Step("decode", 1, b, 100), WL, GRAPHS) for b in (9, 16))
+    assert {k: v for k, v in nine.by_op.items() if k != "attention"} == \
+        pytest.approx({k: v for k, v in sixteen.by_op.items() if k != "attention"}, rel=1e-12)
+    assert nine.by_op["attention"] < sixteen.by_op["attention"]
+    eager = replace(GRAPHS, graph_kernel_overhead_s=None)
+    for eff, ctx in ((eager, 100), (GRAPHS, 5000)):
+        own, bucket = (timed_step(card, HW, Step("decode", 1, b, ctx), WL, eff) for b in (9, 16))
+        assert float(own.flops) < float(bucket.flops)
+
+
+@pytest.mark.parametrize("batch", [4, 5, 11, 32, 48])
 def test_the_simulator_times_decode_steps_as_the_predictor_does(batch):
     """A pure-decode step in the serving simulator costs what timed_step says, graph or not; a step that also holds a
     prefill chunk never replays a graph."""

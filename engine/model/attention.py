@@ -124,9 +124,9 @@ def paged_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: Pa
     return out
 
 
-# Chunks on top of a cache attend in one call on CUDA: per chunk, a step of S chunks launched ~10 kernels per chunk
-# and layer, host-bound there (tens of ms per step on an H100: docs/calibration.md, "Serving on the GPU"). On the CPU
-# the per-chunk path reads no padding and stays; tests set this to run the batched path there too.
+# Chunks on top of a cache attend in one call on CUDA: chunk by chunk costs ~10 launches per chunk and layer, and the
+# GQA mask sends each to the math kernel (docs/calibration.md, "NVIDIA H100, a second session"). On the CPU the
+# per-chunk path reads no padding and stays; tests set this to run the batched path there too.
 BATCH_CACHED_CHUNKS = False
 
 

@@ -23,22 +23,7 @@ from roofline.engine.model.mamba import Mamba2
 from roofline.engine.model.modules import MoE
 from roofline.engine.model.transformer import Transformer
 
-SMALL_BUCKETS = (1, 2, 4, 8)
-BUCKET_STEP = 8  # above 8 sequences, a bucket every 8 (vLLM captures the same ladder)
-
-
-def batch_buckets(max_batch: int) -> list[int]:
-    """Bucket sizes up to `max_batch` (included): 1, 2, 4, 8, 16, 24, ... ; max_batch itself is the last bucket."""
-    if max_batch < 1:
-        raise ValueError(f"max_batch must be >= 1, got {max_batch}")
-    sizes = [b for b in SMALL_BUCKETS if b < max_batch]
-    sizes += list(range(2 * BUCKET_STEP, max_batch, BUCKET_STEP))
-    return sorted(set(sizes) | {max_batch})
-
-
-def bucket_for(batch: int, buckets: list[int]) -> int | None:
-    """The smallest bucket holding `batch` sequences; None beyond the largest (that step runs eagerly)."""
-    return next((b for b in buckets if b >= batch), None)
+from roofline.perf.graph_buckets import batch_buckets, bucket_for
 
 
 def is_decode(work: list[Scheduled]) -> bool:

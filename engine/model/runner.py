@@ -61,7 +61,7 @@ def sample(logits: torch.Tensor, temperatures: list[float], generators: list[tor
 
 # On CUDA, eager steps keep to attention backends without per-shape set-up: cuDNN's fused attention (one of PyTorch's
 # defaults on Hopper) builds an execution plan for each new sequence length, tens of milliseconds on an H100
-# (docs/calibration.md, "Serving on the GPU"), which a server's variable-length kernels never pay.
+# (docs/calibration.md, "NVIDIA H100, a second session"), which a server's variable-length kernels never pay.
 EAGER_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 

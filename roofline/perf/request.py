@@ -12,6 +12,7 @@ from roofline.cards.model import ModelCard
 from roofline.cards.schema import Num
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import Efficiency, ceiling_for, expected_efficiency
+from roofline.perf.graph_buckets import padded_batch
 from roofline.perf.ops import Op, Step, layer_ops, matmul, step_ops
 from roofline.perf.parallel import check_parallel, collective_ops, shard_ops
 from roofline.perf.timing import StepTime, bound_of, time_ops
@@ -74,6 +75,9 @@ def _scaled(st: StepTime, k) -> StepTime:
                     by_class={c: v * k for c, v in st.by_class.items()}, by_op={o: v * k for o, v in st.by_op.items()})
 
 
+# ops over the cached context: a padding row of a replayed decode step attends one position, so these keep the
+# step's real rows (and the serving simulator tabulates them by context)
+CONTEXT_OPS = ("attention", "ssm_scan", "kv_b_proj")
 # mixers whose decode the micro-engine runs uncaptured: they index per-sequence state slots from host lists
 RECURRENT_MIXERS = ("mamba1", "mamba2", "deltanet", "parallel")
 
@@ -92,26 +96,56 @@ def within_graph_limits(batch: Num, context: Num, eff: Efficiency) -> Num:
     return fits & (np.asarray(context) + 1 <= eff.graph_max_context) if eff.graph_max_context else fits
 
 
+def _may_replay(card: ModelCard, step: Step, eff: Efficiency) -> bool:
+    """A calibrated graph cost, a decode step of one token per sequence and a capturable card: the step replays a
+    graph wherever it is within the graph limits."""
+    return eff.graph_kernel_overhead_s is not None and step.phase == "decode" and np.all(np.asarray(step.n) == 1) \
+        and graph_capturable(card)
+
+
 def launch_seconds(card: ModelCard, step: Step, eff: Efficiency) -> Num:
-    """Seconds per kernel launch in `step`: `graph_kernel_overhead_s` where it replays a CUDA graph (a calibrated
-    graph cost, one token per sequence within the graph limits, a capturable card; per step, broadcast), else
-    `kernel_overhead_s`."""
-    if eff.graph_kernel_overhead_s is None or step.phase != "decode" or np.any(np.asarray(step.n) != 1) \
-            or not graph_capturable(card):
+    """Seconds per kernel launch in `step`: `graph_kernel_overhead_s` where it replays a CUDA graph (per step,
+    broadcast), else `kernel_overhead_s`."""
+    if not _may_replay(card, step, eff):
         return eff.kernel_overhead_s
     replayed = within_graph_limits(step.batch, step.context, eff)
     return np.where(replayed, eff.graph_kernel_overhead_s, eff.kernel_overhead_s)
 
 
+def replayed_rows(card: ModelCard, step: Step, eff: Efficiency) -> Num | None:
+    """The rows a decode step runs where it replays a CUDA graph: its batch bucket (graph_buckets), else its batch;
+    None where no step of this kind replays one."""
+    if not _may_replay(card, step, eff):
+        return None
+    replayed = within_graph_limits(step.batch, step.context, eff)
+    return np.where(replayed, padded_batch(step.batch, eff.graph_max_batch), step.batch)
+
+
+def padded_ops(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, rows: Num) -> list[Op]:
+    """The ops of a replayed decode step: every op at the bucket's `rows` (padding rows run the GEMMs, norms and
+    lm_head) except those over the cache (CONTEXT_OPS), which the padding rows skip (they attend one position)."""
+    real = step_ops(card, hw, step, wl.quant, wl.kv_quant)
+    padded = step_ops(card, hw, Step("decode", 1, rows, step.context), wl.quant, wl.kv_quant)
+    return [r if r.name in CONTEXT_OPS else p for r, p in zip(real, padded)]
+
+
 def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff: Efficiency,
                ops: list[Op] | None = None, sequences: Num | None = None) -> StepTime:
-    """One step on the workload's GPUs, timed (a prefill the runtime splits: its chunks): the one step pipeline
-    every prediction, fit and plot goes through. `sequences` scheduled in the step: the step's batch unless given."""
-    chunks = None
+    """One step on the workload's GPUs, timed (a prefill the runtime splits: its chunks; a decode step replayed as
+    a CUDA graph: its bucket's rows): the one step pipeline every prediction, fit and plot goes through. `sequences`
+    scheduled in the step: the step's batch unless given."""
+    chunks, rows = None, None
     if ops is None:
         step, chunks = prefill_chunks(step, eff)
+        rows = replayed_rows(card, step, eff)
     seqs = step.batch if sequences is None else sequences
-    st = time_ops(gpu_ops(card, hw, step, wl, ops), hw, eff, step.tokens, seqs, launch_seconds(card, step, eff))
+    kernel_s = launch_seconds(card, step, eff)
+    if rows is not None:
+        padded = Step("decode", 1, rows, step.context)
+        ops = gpu_ops(card, hw, padded, wl, padded_ops(card, hw, step, wl, rows))
+        st = time_ops(ops, hw, eff, padded.tokens, seqs, kernel_s)
+    else:
+        st = time_ops(gpu_ops(card, hw, step, wl, ops), hw, eff, step.tokens, seqs, kernel_s)
     return st if chunks is None else _scaled(st, chunks)
 
 

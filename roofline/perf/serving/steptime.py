@@ -21,14 +21,14 @@ import numpy as np
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.perf.efficiency import Efficiency
+from roofline.perf.graph_buckets import padded_batch
 from roofline.perf.ops import Op, Step, step_ops
 from roofline.perf.parallel import shard_ops
-from roofline.perf.request import gpu_ops, graph_capturable, timed_step, within_graph_limits
+from roofline.perf.request import CONTEXT_OPS, gpu_ops, graph_capturable, timed_step, within_graph_limits
 from roofline.perf.timing import fixed_seconds, launches, time_ops
 from roofline.perf.workload import Workload
 from roofline.sizing.layers import resolve_layers
 
-CONTEXT_OPS = ("attention", "ssm_scan", "kv_b_proj")
 FIELDS = ("flops", "act_bytes", "kv_read_bytes", "kv_write_bytes", "scores")  # flops, then what moves bytes
 K = len(FIELDS)
 GRID_POINTS = 160  # geometric grid points over the context (and prefill chunk) range
@@ -204,8 +204,11 @@ class StepTimer:
             totals = totals + self._decode_sum(np.asarray(decode_contexts, dtype=float))
         if prefill_n:
             totals = totals + self._prefill_sum(prefill_n, prefill_c)
-        seconds = self._token_s(tokens) + self._lm(samples) + self._context_s(totals, tokens)
-        if decode_contexts and not prefill_n and self._replayed(len(decode_contexts), max(decode_contexts)):
+        replayed = bool(decode_contexts) and not prefill_n and self._replayed(len(decode_contexts),
+                                                                             max(decode_contexts))
+        rows = self._bucket(tokens) if replayed else tokens  # a replayed step runs its bucket's rows
+        seconds = self._token_s(rows) + self._lm(rows if replayed else samples) + self._context_s(totals, rows)
+        if replayed:
             seconds = seconds - self._graph_saving_s
         return float(seconds + self.eff.sequence_overhead_s * (len(decode_contexts) + len(prefill_n)))
 
@@ -220,10 +223,23 @@ class StepTimer:
             ctx = np.asarray(contexts, dtype=float)[:, None] + np.arange(steps)[None, :]
             totals = self._decode_sum(ctx)  # (fields, steps)
         replayed = self._replayed(b, float(np.max(contexts)) + np.arange(steps)) if b else False
-        return (self._token_s(b) + self._lm(b) + self._context_s(totals, np.full(steps, float(b)))
+        if self._graph is None:
+            return (self._token_s(b) + self._lm(b) + self._context_s(totals, np.full(steps, float(b)))
+                    + self.eff.sequence_overhead_s * b)
+        rows = np.where(replayed, self._bucket(b), b).astype(int)  # a replayed step runs its bucket's rows
+        return (self._token_s(rows) + self._lm_rows(rows) + self._context_s(totals, rows.astype(float))
                 + self.eff.sequence_overhead_s * b - np.where(replayed, self._graph_saving_s, 0.0))
 
     def _lm(self, samples: int) -> float:
         if samples >= len(self._lm_s):
             self._lm_s = self._lm_table(samples * 2)
         return self._lm_s[samples]
+
+    def _lm_rows(self, rows: np.ndarray) -> np.ndarray:
+        """`_lm` of each step's sampled rows."""
+        self._lm(int(np.max(rows, initial=0)))
+        return self._lm_s[rows]
+
+    def _bucket(self, batch: int) -> int:
+        """The rows of a replayed decode step of `batch` sequences (its graph bucket)."""
+        return int(padded_batch(batch, self._graph.graph_max_batch))
