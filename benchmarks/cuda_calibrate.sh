@@ -5,13 +5,15 @@
 #   STEPS="graphs quick serving whole" benchmarks/cuda_calibrate.sh   # needs torch with CUDA and roofline importable
 #
 # On an H100 "graphs quick whole serving" with WHOLE_MODELS=llama-3.1-8b took 4-5 minutes (30 s, 100-118 s, 45 s,
-# 60 s); "datasheet" adds about 30 s and "full" about 5 minutes (docs/calibration.md).
+# 60 s); "quick serving whole" with two whole models 4 min 10 s; "datasheet" adds about 30 s and "full" about
+# 5 minutes (docs/calibration.md). A fresh device machine lacks pydantic: carry its wheels.
 #
 # graphs: benchmarks/cuda_graphs.py's decode targets (CUDA graphs and eager); datasheet: validate on fresh engine
 # shapes with the bundled datasheet card (default efficiencies); quick / full: calibrate, then validate again with
-# the calibrated card; serving: validate --serving with the calibrated card, then the same loop on whole
-# qwen2.5-7b (28 layers, full vocabulary, longer prompts); whole: whole cards run by the engine beside the
-# calibrated prediction. Each step has its own time limit so one slow step cannot take the rest.
+# the calibrated card; serving: validate --serving's two specs with every step logged (benchmarks/serving_whole.py:
+# the CPU's two-layer cut, then the GPU's whole qwen2.5-7b); whole: whole cards run by the engine beside the
+# calibrated prediction; partitions: decode steps under the split kernel's partition policies
+# (benchmarks/decode_partitions.py). Each step has its own time limit so one slow step cannot take the rest.
 set -uo pipefail
 WORK=${WORK:-/tmp/roofline-cuda}
 STEPS=${STEPS:-"graphs datasheet quick full serving whole"}
@@ -40,6 +42,7 @@ for step in $STEPS; do
       run calibrate_full 400 $RL calibrate --device cuda --json
       run validate_full 150 $RL validate --hw "$HW" --engine-shapes --device cuda --json ;;
     graphs) run graphs 90 python3 benchmarks/cuda_graphs.py --skip-calibrate ;;
+    partitions) run partitions 120 python3 benchmarks/decode_partitions.py ;;
     serving) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"
       run serving 75 python3 benchmarks/serving_whole.py --cut
       run serving_whole 100 python3 benchmarks/serving_whole.py ;;

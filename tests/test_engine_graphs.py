@@ -106,8 +106,10 @@ torch.manual_seed(0)
 cache = PagedKV(12, 4, 2, 16, torch.float32, "cpu")
 cache.k.normal_(); cache.v.normal_()
 q, tables, lens = torch.randn(3, 8, 16), torch.randint(0, 12, (3, 5)), torch.tensor([1, 9, 20])
-for window, min_blocks in ((None, 4), (6, 4), (None, 1), (6, 1), (None, 2), (3, 2)):
+for window, min_blocks, fixed in ((None, 4, None), (6, 4, None), (None, 1, None), (6, 1, None), (None, 2, None),
+                                  (3, 2, None), (None, 4, 2), (6, 4, 3)):
     paged_kernel.MIN_PARTITION_BLOCKS = min_blocks  # 1, 5 or 2 partitions of the 5 table entries
+    paged_kernel.PARTITION_BLOCKS = fixed  # or fixed: 3 partitions of 2 blocks, 2 of 3
     out = paged_kernel.paged_decode(q, cache.k, cache.v, tables, lens, 4, 0.25, window)
     k, v = cache.read_blocks(tables)
     pos = torch.arange(20)
@@ -163,6 +165,18 @@ def test_partitions_fill_the_gpu_without_splitting_too_fine(sequences, kv_heads,
 
     parts, per_part = paged_kernel.partitions(sequences, kv_heads, max_blocks)
     assert (parts, per_part) == expected and parts * per_part >= max_blocks
+
+
+@pytest.mark.parametrize("fixed, sequences, max_blocks, expected", [
+    (8, 1, 256, (32, 8)), (8, 32, 256, (32, 8)),  # the same partitions at any batch
+    (8, 1, 20, (3, 8)), (8, 1, 3, (1, 3)),  # the last partition short; fewer blocks than one partition
+])
+def test_fixed_partitions_do_not_grow_with_the_batch(fixed, sequences, max_blocks, expected, monkeypatch):
+    from roofline.engine.model import paged_kernel
+
+    monkeypatch.setattr(paged_kernel, "PARTITION_BLOCKS", fixed)
+    parts, per_part = paged_kernel.partitions(sequences, 4, max_blocks)
+    assert (parts, per_part) == expected and parts * per_part >= max_blocks > (parts - 1) * per_part
 
 
 def test_padding_every_row_points_its_writes_at_the_scratch_block():

@@ -34,10 +34,18 @@ def usable(q: torch.Tensor, cache) -> bool:
 # (an H100 has 132 SMs), each taking at least MIN_PARTITION_BLOCKS blocks (so its partial result is worth keeping).
 TARGET_PROGRAMS = 1024
 MIN_PARTITION_BLOCKS = 4
+# None: partitions sized as above, from the tables' width, so a program walks more blocks serially as the batch grows
+# (4, 8, 16 blocks at 1-4, 8, 16 sequences of 4 KV heads; the step grew with it on an H100, docs/calibration.md).
+# N: fixed partitions of N blocks, most of them past a short sequence's end and exiting at once; set before the
+# engine captures its graphs (benchmarks/decode_partitions.py measures both).
+PARTITION_BLOCKS: int | None = None
 
 
 def partitions(sequences: int, kv_heads: int, max_blocks: int) -> tuple[int, int]:
     """(partitions per sequence and KV head, blocks per partition) for `max_blocks` table entries per sequence."""
+    if PARTITION_BLOCKS:
+        per_part = min(PARTITION_BLOCKS, max(max_blocks, 1))
+        return -(-max_blocks // per_part), per_part
     want = max(1, -(-TARGET_PROGRAMS // max(sequences * kv_heads, 1)))
     parts = max(1, min(want, max_blocks // MIN_PARTITION_BLOCKS))
     return parts, -(-max_blocks // parts)
