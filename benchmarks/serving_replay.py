@@ -21,7 +21,7 @@ import numpy as np
 import yaml
 from gpu_refit import refit
 
-from roofline.calibrate.serving_validation import errors, predicted_step_s, simulated, simulator_setup, trace
+from roofline.calibrate.serving_validation import errors, predicted_step_s, simulated, simulator_setup, step_kind, trace
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.store import CardStore
 from roofline.sizing.memory import BLOCK_TOKENS
@@ -44,8 +44,7 @@ def replay(path: Path, hw: HardwareCard, st: CardStore) -> list[str]:
         err = errors(predicted, r["measured"])
         kinds = {}
         for host_s, _device_s, mode, chunks in r["steps"].get("log", []):
-            kind = "decode" if all(c[0] == 1 for c in chunks) else "prefill/mixed"
-            kinds.setdefault(kind, []).append(predicted_step_s(setup.timer, chunks) / host_s - 1)
+            kinds.setdefault(step_kind(chunks), []).append(predicted_step_s(setup.timer, chunks) / host_s - 1)
         steps = ", ".join(f"{k} {100 * float(np.median(v)):+.0f}% (n={len(v)})" for k, v in kinds.items())
         out.append(f"| {path.parent.name}/{path.stem} | {r['trace']} | "
                    + " | ".join(f"{err[k]:+.1f}%" for k in KEYS) + f" | {steps} |")

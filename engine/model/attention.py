@@ -162,9 +162,10 @@ def _group_bias(meta: StepMeta, key: tuple, allowed: torch.Tensor, group: int) -
 
 
 def _chunk_index(meta: StepMeta, chunks: tuple[int, ...], window: int | None):
-    """For `_cached_chunks`, built on the host once per step and window: block ids [C, W] of each chunk's visible
-    span (0-padded), the mask [C, n_max, W * block_size] of the keys each query may see (causal, within the window,
-    before the sequence's end), and each query's row in the step [C, n_max] (-1: padding)."""
+    """Built on the host and copied once per step and window (a host-to-device copy per layer would wait for the
+    device each time): block ids [C, W] of each chunk's visible span (0-padded), the mask [C, n_max, W * block_size]
+    of the keys each query may see (causal, within the window, before the sequence's end), and each query's row in
+    the step [C, n_max] (-1: padding)."""
     key = ("chunks", chunks, window)
     if key not in meta.memo:
         bs = meta.block_size
@@ -201,23 +202,12 @@ def _cached_span(cache: PagedKV, table: torch.Tensor, length: int, block_size: i
 
 def _decode_index(meta: StepMeta, rows: tuple[int, ...], window: int | None):
     """Block ids [S, n] and the valid-position mask [S, n * block_size] of sequences `rows`, each one new token,
-    padded to the longest span, and their rows in the step [S]: computed on the host from the step's lengths and
-    copied once per step and window (every layer of a kind reuses them; a host-to-device copy per layer waits for
-    the device each time)."""
+    padded to the longest span, and their rows in the step [S]: a decode row is a one-token chunk, so these are
+    `_chunk_index`'s, one query each (built on the host and copied once per step and window)."""
     key = ("decode", rows, window)
     if key not in meta.memo:
-        bs = meta.block_size
-        lens = torch.tensor([meta.ctx_lens[s] + meta.q_lens[s] for s in rows])
-        firsts = lens.new_zeros(lens.shape) if window is None else (lens - window).clamp(min=0)
-        b0, b1 = firsts // bs, (lens + bs - 1) // bs  # blocks [b0, b1) hold positions [first, len)
-        blk = b0[:, None] + torch.arange(int((b1 - b0).max()))[None, :]  # [S, n]
-        tables = (meta.block_tables if meta.host_tables is None else meta.host_tables)[list(rows)].cpu()
-        ids = torch.where(blk < b1[:, None], torch.gather(tables, 1, blk.clamp(max=tables.shape[1] - 1)), 0)
-        pos = (blk[:, :, None] * bs + torch.arange(bs)).flatten(1)  # [S, n * bs]
-        valid = (pos >= firsts[:, None]) & (pos < lens[:, None])
-        rows_in_step = torch.tensor([meta.q_starts[s] for s in rows])
-        device = meta.block_tables.device
-        meta.memo[key] = ids.to(device), valid.to(device), rows_in_step.to(device)
+        ids, allowed, take = _chunk_index(meta, rows, window)
+        meta.memo[key] = ids, allowed[:, 0], take[:, 0]
     return meta.memo[key]
 
 

@@ -145,7 +145,7 @@ def step_report(stats: list, wall_s: float, timer, simulated_steps: int, keep_lo
     by_mode: dict[str, list] = {}
     for st in stats:
         row = (st.seconds, st.device_seconds, predicted_step_s(timer, st.chunks))
-        by_mode.setdefault(f"{st.mode} {_kind(st.chunks)}", []).append(row)
+        by_mode.setdefault(f"{st.mode} {step_kind(st.chunks)}", []).append(row)
     modes = {mode: {"steps": len(v), "host_s_p50": float(np.median([x[0] for x in v])),
                     "device_s_p50": float(np.median([x[1] for x in v])),
                     "predicted_s_p50": float(np.median([x[2] for x in v])),
@@ -158,7 +158,7 @@ def step_report(stats: list, wall_s: float, timer, simulated_steps: int, keep_lo
     return report
 
 
-def _kind(chunks) -> str:
+def step_kind(chunks) -> str:
     """decode (every chunk one token), prefill (none is) or mixed."""
     ones = sum(1 for n, *_ in chunks if n == 1)
     return "decode" if ones == len(chunks) else "prefill" if ones == 0 else "mixed"

@@ -140,7 +140,7 @@ def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff:
         rows = replayed_rows(card, step, eff)
     seqs = step.batch if sequences is None else sequences
     kernel_s = launch_seconds(card, step, eff)
-    if rows is not None:
+    if rows is not None and np.any(np.asarray(rows) != np.asarray(step.batch)):  # a bucket with padding rows
         padded = Step("decode", 1, rows, step.context)
         ops = gpu_ops(card, hw, padded, wl, padded_ops(card, hw, step, wl, rows))
         st = time_ops(ops, hw, eff, padded.tokens, seqs, kernel_s)
