@@ -135,7 +135,7 @@ def markdown(table: list[dict], by_hw: list[dict], n_rows: int, n_fit: int, chos
 def _worse_than_generic(table: list[dict], runtime: str, scope: str = "") -> list[str]:
     """The metrics of `runtime` (on `scope`, in a table by scope) whose leave-one-source-out median |error| a policy
     makes worse than generic."""
-    return [g["metric"] for g in table if g["runtime"] == runtime and g["hardware"] == scope
+    return [g["metric"] for g in table if g["runtime"] == runtime and g.get("scope", "") == scope
             and g["after"]["median_ape_pct"] > g["before"]["median_ape_pct"]]
 
 

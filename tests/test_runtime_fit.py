@@ -16,12 +16,16 @@ from roofline.cards.store import CardStore
 from roofline.perf.efficiency import Efficiency, expected_efficiency
 
 
-def _fit_row(row_id: str):
-    from roofline.calibrate.row_params import fit_rows
+def _published_row(row_id: str) -> dict:
     rows = {r["id"]: r for name in ("published_train.csv", "published_collected.csv", "published_more.csv",
                                          "published_extra.csv")
             for r in read_rows(REPO / "benchmarks/data" / name)}
-    return fit_rows([rows[row_id]], CardStore())[0]
+    return rows[row_id]
+
+
+def _fit_row(row_id: str):
+    from roofline.calibrate.row_params import fit_rows
+    return fit_rows([_published_row(row_id)], CardStore())[0]
 
 
 @pytest.mark.parametrize("row_id,fit_range", [
@@ -399,3 +403,41 @@ def test_a_version_range_keeps_the_launch_cost_it_fits_on_its_own_rows(monkeypat
     assert "kernel_overhead_s" not in fits["s"]  # runtime-wide, the 10 us rows hold the prior
     assert fits["s@b3216"]["kernel_overhead_s"] == pytest.approx(4e-6, rel=0.05)
     assert rf.UNIT_PARAM not in fits["s@b3216"] and fits["s@b3216"]["memory"] == pytest.approx(0.8, rel=0.02)
+
+
+def test_held_out_error_breaks_down_by_source_document():
+    """loso_table(by="source"): one group per runtime, source document and metric, its rows' errors exactly those of
+    the runtime's group (the rows are split, not reweighed), so the document a miss comes from shows."""
+    from roofline.calibrate.runtime_fit import leave_one_source_out, loso_table
+
+    rows = [_fit_row(i) for i in ("H035", "H044", "C099", "C100", "L009")]
+    results = leave_one_source_out(rows, CardStore())
+    by_source = loso_table(results, by="source")
+    assert sorted(g["source"] for g in by_source if g["metric"] == "decode_tok_s") == sorted(
+        {r.source for r in rows if r.row["metric"] == "decode_tok_s"})
+    assert all(g["sources"] == 1 for g in by_source) and "source" not in loso_table(results)[0]
+    for g in loso_table(results):
+        parts = [p for p in by_source if (p["runtime"], p["metric"]) == (g["runtime"], g["metric"])]
+        assert sum(p["n"] for p in parts) == g["n"] and len(parts) == g["sources"]
+    one = next(g for g in by_source if g["n"] == 1)
+    r, _, after = next(x for x in results if x[0].source == one["source"] and x[0].row["metric"] == one["metric"])
+    assert one["after"]["median_ape_pct"] == pytest.approx(abs(after.error_pct))
+
+
+def test_validate_by_source_cli_prints_each_documents_held_out_error(tmp_path):
+    import csv
+
+    wanted = ("H035", "H044", "C099", "C100", "L009")
+    rows = [_published_row(i) for i in wanted]
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    out = run_cli("validate", "--published", str(path), "--by-source", "--jobs", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert {g["source"] for g in data["by_runtime_source"]} == {_fit_row(i).source for i in wanted}
+    assert sum(g["n"] for g in data["by_runtime_source"]) == data["fitted_rows"] == len(wanted)
+    table = run_cli("validate", "--published", str(path), "--by-source", "--jobs", "1")
+    assert table.returncode == 0 and "by runtime x source document" in table.stdout

@@ -363,16 +363,18 @@ def _held_out_in_worker(source: str) -> tuple[list, dict]:
 
 
 def loso_table(results: list[tuple[FitRow, RowPrediction, RowPrediction]], by: str = "") -> list[dict]:
-    """Per runtime (x hardware card, `by` "hardware", or x scope, "scope") and metric: n, sources, before (generic)
-    and after (profiles), median / p90 |err| and signed bias."""
+    """Per runtime (x hardware card, `by` "hardware"; x scope, "scope"; or x source document, "source": which document
+    a runtime's held-out error comes from) and metric: n, sources, before (generic) and after (profiles), median /
+    p90 |err| and signed bias; the group's name under key `by`."""
     groups: dict[tuple, list] = {}
     for r, before, after in results:
-        key = (r.choice.profile.name, {"hardware": before.hw, "scope": r.scope}.get(by, ""), r.row["metric"])
+        key = (r.choice.profile.name, {"hardware": before.hw, "scope": r.scope, "source": r.source}.get(by, ""),
+               r.row["metric"])
         groups.setdefault(key, []).append((r, before, after))
     table = []
     for (runtime, hw, metric), items in sorted(groups.items()):
         measured = [b.measured for _, b, _ in items]
-        table.append({"runtime": runtime, "hardware": hw, "metric": metric, "n": len(items),
+        table.append({"runtime": runtime, **({by: hw} if by else {}), "metric": metric, "n": len(items),
                       "sources": len({r.source for r, _, _ in items}),
                       "before": error_summary([b.predicted for _, b, _ in items], measured),
                       "after": error_summary([a.predicted for _, _, a in items], measured)})

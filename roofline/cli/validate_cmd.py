@@ -132,7 +132,8 @@ def _by_source(st, paths: list[Path], as_json: bool, jobs: int) -> None:
     with progress("fitting without each source", len({r.source for r in fitted})) as advance:  # forks: no thread
         results = leave_one_source_out(fitted, st, advance=advance, workers=jobs)
     data = {"files": [str(p) for p in paths], "rows": len(rows), "fitted_rows": len(fitted),
-            "by_runtime": loso_table(results), "by_runtime_hardware": loso_table(results, by="hardware")}
+            "by_runtime": loso_table(results), "by_runtime_hardware": loso_table(results, by="hardware"),
+            "by_runtime_source": loso_table(results, by="source")}
     emit(data, as_json, lambda: render_by_source(data))
 
 
@@ -150,6 +151,10 @@ def render_by_source(d: dict):
     yield table("leave-one-source-out by runtime x hardware", ["runtime", "hardware"] + cols[1:],
                 [(g["runtime"], g["hardware"], g["metric"], g["n"], g["sources"], _err(g["before"]), _err(g["after"]))
                  for g in d["by_runtime_hardware"]])
+    yield table("leave-one-source-out by runtime x source document (each predicted from the others)",
+                ["runtime", "source"] + cols[1:3] + cols[4:],
+                [(g["runtime"], g["source"], g["metric"], g["n"], _err(g["before"]), _err(g["after"]))
+                 for g in d["by_runtime_source"]])
 
 
 def _published(st, path: Path, as_json: bool) -> None:
