@@ -372,9 +372,9 @@ def loso_table(results: list[tuple[FitRow, RowPrediction, RowPrediction]], by: s
                r.row["metric"])
         groups.setdefault(key, []).append((r, before, after))
     table = []
-    for (runtime, hw, metric), items in sorted(groups.items()):
+    for (runtime, group, metric), items in sorted(groups.items()):
         measured = [b.measured for _, b, _ in items]
-        table.append({"runtime": runtime, **({by: hw} if by else {}), "metric": metric, "n": len(items),
+        table.append({"runtime": runtime, **({by: group} if by else {}), "metric": metric, "n": len(items),
                       "sources": len({r.source for r, _, _ in items}),
                       "before": error_summary([b.predicted for _, b, _ in items], measured),
                       "after": error_summary([a.predicted for _, _, a in items], measured)})
