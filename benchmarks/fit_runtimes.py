@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from roofline.calibrate.published import read_rows
-from roofline.calibrate.row_params import fit_rows, prefixed
+from roofline.calibrate.row_params import EXPERT_PARAM, fit_rows, prefixed
 from roofline.calibrate.runtime_fit import (
     KINDS,
     scope_policy,
@@ -52,7 +52,7 @@ def _entry(values: dict) -> dict:
     for name in ("memory", "compute"):
         if name in values:
             entry[name] = round(values[name], 4)
-    entry.update({p: float(f"{values[p]:.3g}") for p in EXTRA_PARAMS if p in values})
+    entry.update({p: float(f"{values[p]:.3g}") for p in (*EXTRA_PARAMS, EXPERT_PARAM) if p in values})
     for field, prefix in (("compute_by_format", "format"), ("compute_quantized", "quantized")):
         named = {name: round(v, 4) for name, v in prefixed(values, prefix).items()}
         if named:
@@ -120,7 +120,8 @@ def markdown(table: list[dict], by_hw: list[dict], by_source: list[dict], n_rows
             f"{per[p]['after']['median_ape_pct']:.1f}%" if per.get(p) else "-" for p in (*POLICIES, "kernels_from"))
             + " |")
     lines += ["", "Shipped, per runtime and hardware scope (`fit_policy` in each profile; a `kernels_from` runtime also "
-              "takes its lender's per-unit matrix-vector limit, `KERNEL_PARAMS`, whatever its policy):", "",
+              "takes its lender's per-unit matrix-vector limit and cost per MoE expert, `KERNEL_PARAMS`, "
+              "whatever its policy):", "",
               "| runtime | scope | memory | compute_by_format |", "| --- | --- | --- | --- |"]
     for rt, policy in sorted(chosen.items()):
         scopes = {k: v for k, v in policy.items() if isinstance(v, dict)} or {"every scope": policy}

@@ -78,12 +78,28 @@ CAUSES = """## Systematic causes found in the residuals
   2025 builds on an RTX 3090 (N020-N021, 136-143 tok/s) read 42 tok/s under the b3216+ fit, 89 generic. Matrix-vector
   kernels now neither pad nor ramp: the same rows read -14% (generic defaults refitted by `fit_defaults.py`: mean
   |log error| 0.111 before the change, 0.118 after it at the old defaults, 0.116 refitted).
-- **MoE prompts in small micro-batches are predicted, not fitted on.** At llama.cpp's `-ub 512` each expert of
-  Qwen3-30B-A3B sees 32 tokens a step (gpt-oss-120b 16, gpt-oss-20b 64), far below one 128-token MMQ tile, so its
-  expert GEMMs run well below the large-GEMM efficiency `compute_by_format` stands for. Fitted beside dense rows of
-  the same format, two such rows (P007, P016) took the NVIDIA Q4_K_M efficiency from 0.24 to 0.04 once decode no
-  longer held it up, and every dense Q4_K_M prompt then read ~5x slow. A MoE row whose step gives each expert fewer
-  than 128 tokens (`EXPERT_TILE_TOKENS`) is still predicted and judged, but enters no fit.
+- **MoE prompts pay a fixed cost per expert.** At llama.cpp's `-ub 512` each expert of Qwen3-30B-A3B sees 32 tokens
+  a step (gpt-oss-120b 16, gpt-oss-20b 64), below one 128-token MMQ tile (`EXPERT_TILE_TOKENS`). Fitted as their
+  format's large-GEMM efficiency, two such rows (P007, P016) had taken the NVIDIA Q4_K_M efficiency from 0.24 to 0.04
+  and every dense Q4_K_M prompt read ~5x slow; left out of every fit, llama.cpp's MoE prompts read +62% held out
+  (median signed, 34 rows) where its dense prompts read +2.7%, and the miss was largest on the fastest cards
+  (Qwen3-30B-A3B at `-ub 512`: +131% on an RTX PRO 6000, +181% on an RTX 5090, +4% to +11% on the DGX Spark), which
+  a lower efficiency cannot produce and a fixed cost per touched expert can. ggml sorts a MoE matmul's tokens by
+  expert and runs each expert's rows in tiles of their own (`expert_gemm_tiles` in the llama.cpp profile), so a step
+  whose experts run matrix-matrix kernels pays `expert_gemm_overhead_s` per touched expert per layer (decode at small
+  batches runs them as matrix-vector kernels and pays none). The narrow MoE rows fit it per hardware scope, the other
+  parameters being fitted on the other rows, where MoE rows of two documents inform it (`MIN_EXPERT_SOURCES`: fitted
+  on one document's single gpt-oss-20b row on an M1 Pro it ran to the 100 us bound and read a Qwen3-30B-A3B prompt on
+  an M2 Ultra 3x slow); Ollama takes it with the kernels (`KERNEL_PARAMS`). Shipped: 6.2 us on NVIDIA GPUs, 8.9 on
+  the DGX Spark, 10 on Apple, 30 on AMD GPUs and 100 (the bound) on Strix Halo, whose ROCm and Vulkan MoE prompts are
+  slower still. Held out, llama.cpp prefill 22.8% / 122.2% / +5.9% -> 20.7% / 67.3% / +3.9% (RTX 5090 +181% -> +30%,
+  ROCm's MI300X DeepSeek-V3 docs +398% -> -8% median, lhl's Strix Halo table +69% -> +34%, kyuz0's 38.6% -> 24.9%);
+  worse: PR #24546 (RX 7900 XTX gpt-oss-20b) 5.0% -> 13.1%, the RTX PRO 6000 document's bias -5% -> -23%. Ollama
+  prefill p90 367% -> 206% (median 38.9%, unchanged). Tried and not kept: the same cost fitted for vLLM and MLX on
+  their narrow MoE rows (vLLM's fused MoE kernel): vLLM's Spark prompt fit no longer beat generic held out and its
+  prefill went 26.8% -> 36.1%; those rows stay predicted, not fitted. Also tried, on the same rows before fitting:
+  expert GEMMs padded to a 64- or 128-token tile (median +48% / +1% but 48% median |error|) and a uniform slowdown
+  of the expert GEMMs (2x: +30% / 41%).
 - **llama.cpp's MMQ prompt kernels ramp with the micro-batch.** An MMQ thread block dequantizes a tile of weights once
   and multiplies it with up to 128 tokens, so a GEMM of few tokens shares that work among few. Three llama-bench
   sweeps of Llama 3 8B over `-ub` 16..512 on an RTX 4090 (PRs #7676, #7860 and #8278, in

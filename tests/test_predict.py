@@ -134,6 +134,29 @@ def test_routing_concentration_reads_fewer_expert_weights():
             assert float(skewed.by_op["experts"]) == pytest.approx(float(plain.by_op["experts"]), rel=1e-9)
 
 
+def test_expert_gemm_overhead_is_paid_per_touched_expert_in_matrix_steps_only():
+    """`expert_gemm_overhead_s`: a 512-token prompt of Qwen3-30B-A3B touches nearly all 128 experts in each of its 48
+    MoE layers, each seeing ~32 tokens (matrix-matrix kernels), so it pays the cost ~128 x 48 times; a one-token decode
+    step runs its 8 experts as matrix-vector kernels (gemv_max_tokens 8) and pays none."""
+    from dataclasses import replace as dc_replace
+
+    from roofline.perf.efficiency import expected_efficiency
+    from roofline.perf.request import timed_step
+
+    hw, card = STORE.hardware("rtx-4090"), STORE.model("qwen3-30b-a3b")
+    wl = make_workload(prompt_tokens=512, output_tokens=2)
+    eff = dc_replace(expected_efficiency(hw), gemv_max_tokens=8)
+    tau = 5e-6
+    prefill, decode = Step("prefill", 512, 1, 0), Step("decode", 1, 1, 512)
+    plain, paid = (timed_step(card, hw, prefill, wl, e) for e in (eff, dc_replace(eff, expert_gemm_overhead_s=tau)))
+    touched = op(step_ops(card, hw, prefill), "experts")
+    extra = float(paid.total_s - plain.total_s)
+    assert 0.95 * tau * 128 * 48 < extra <= tau * touched.experts_touched * touched.count * (1 + 1e-9)
+    assert float(paid.overhead_s - plain.overhead_s) == pytest.approx(extra)  # overhead-bound, not compute
+    one, one_paid = (timed_step(card, hw, decode, wl, e) for e in (eff, dc_replace(eff, expert_gemm_overhead_s=tau)))
+    assert float(one_paid.total_s) == pytest.approx(float(one.total_s), rel=1e-12)
+
+
 def op(ops, name):
     return next(o for o in ops if o.name == name)
 

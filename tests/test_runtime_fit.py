@@ -163,10 +163,12 @@ def test_llama_cpp_f16_gemms_run_at_the_fp16_accumulate_rate_where_a_card_has_on
     assert expected_efficiency(geforce, new).kernel_dtype("q4_k_m", "int8", geforce.supported_dtypes) == "int8"
 
 
-def test_moe_prompts_in_small_micro_batches_are_predicted_but_not_fitted_on():
+def test_moe_prompts_in_small_micro_batches_inform_the_cost_per_expert():
     """At llama.cpp's -ub 512 each of Qwen3-30B-A3B's 128 experts sees 32 tokens (8 per token): below one 128-token
-    GEMM tile, so the row enters no fit; the dense model's prompt and a MoE decode row do."""
-    from roofline.calibrate.row_params import fit_rows
+    GEMM tile, so the row informs the fixed cost per touched expert, not its format's large-GEMM efficiency; the dense
+    model's prompt informs that, and a MoE decode row the bandwidth fraction. A runtime whose profile does not say
+    `expert_gemm_tiles` (vLLM's fused MoE kernel) predicts such a row but fits nothing on it."""
+    from roofline.calibrate.row_params import EXPERT_PARAM, fit_rows
 
     base = {"source": "s", "hardware": "", "engine": "llama.cpp CUDA build 7000", "params_b": "", "kv_dtype": "",
             "tp": "1", "unit": "tok/s", "notes": "", "hw_card": "rtx-4090", "gpus": "1", "date": "2025-11",
@@ -178,9 +180,13 @@ def test_moe_prompts_in_small_micro_batches_are_predicted_but_not_fitted_on():
             {**base, "id": "c", "model": "q", "model_card": "qwen3-30b-a3b", "weight_quant": "Q4_K_M", "isl": "0",
              "osl": "128", "metric": "decode_tok_s", "value": "200"},
             {**base, "id": "d", "model": "q", "model_card": "qwen3-30b-a3b", "weight_quant": "Q4_K_M", "isl": "512",
-             "osl": "0", "metric": "prefill_tok_s", "value": "5000", "engine": "llama.cpp CUDA build 7000, -ub 2048"}]
-    fitted = {r.row["id"]: r.fitted for r in fit_rows(rows, CardStore())}
-    assert fitted == {"a": False, "b": True, "c": True, "d": False}  # -ub 2048 but a 512-token prompt: still 32
+             "osl": "0", "metric": "prefill_tok_s", "value": "5000", "engine": "llama.cpp CUDA build 7000, -ub 2048"},
+            {**base, "id": "e", "model": "q", "model_card": "qwen3-30b-a3b", "weight_quant": "BF16", "isl": "512",
+             "osl": "0", "metric": "prefill_tok_s", "value": "9000", "engine": "vLLM 0.11.0"}]
+    fitted = {r.row["id"]: (r.param, r.fitted) for r in fit_rows(rows, CardStore())}
+    assert fitted == {"a": (EXPERT_PARAM, True), "b": ("format:q4_k_m", True), "c": ("memory", True),
+                      "d": (EXPERT_PARAM, True),  # -ub 2048 but a 512-token prompt: still 32
+                      "e": ("format:bf16", False)}
 
 
 def _without_ramp(choice):

@@ -1,6 +1,8 @@
 """Which free parameter of a runtime profile each published row informs (roofline/calibrate/runtime_fit.py fits
-them): latency-bound decode rows the bandwidth fraction `memory`, the others their weight format's large-GEMM
-efficiency; MoE prompts too narrow for a GEMM tile and Marlin-run rows are predicted but enter no fit."""
+them): latency-bound decode rows the bandwidth fraction `memory`, MoE steps too narrow for a GEMM tile per expert the
+fixed cost per expert `expert_gemm_overhead_s` (runtimes whose profile says `expert_gemm_tiles`; elsewhere they are
+predicted but enter no fit), the others their weight format's large-GEMM efficiency; Marlin-run rows are predicted
+but enter no fit."""
 
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ from roofline.sizing.params import active_param_counts, component_format
 
 LATENCY_BOUND_BATCH = 8  # decode at up to this many sequences streams the weights (memory-bound on every card here)
 DECODE_METRICS = ("decode_tok_s", "agg_decode_tok_s", "itl_ms", "tpot_ms")
-# A MoE row whose step gives each expert fewer tokens than one GEMM tile is predicted but never fitted on: its expert
-# GEMMs run far below the large-GEMM efficiency `compute_by_format` stands for (llama.cpp's MoE prompts at -ub 512:
-# 32 tokens per expert on Qwen3-30B-A3B, 16 on gpt-oss-120b), and fitted together with dense rows of the same format
-# they dragged that efficiency to a tenth (q4_k_m 0.24 -> 0.04, every dense Q4_K_M prompt then read 5x slow).
+# A MoE row whose step gives each expert fewer tokens than one GEMM tile informs the fixed cost per touched expert
+# (EXPERT_PARAM), not its format's large-GEMM efficiency: its expert GEMMs run far below the efficiency
+# `compute_by_format` stands for (llama.cpp's MoE prompts at -ub 512: 32 tokens per expert on Qwen3-30B-A3B, 16 on
+# gpt-oss-120b), and fitted as that efficiency they dragged it to a tenth (q4_k_m 0.24 -> 0.04, every dense Q4_K_M
+# prompt then read 5x slow). A fixed cost per expert, not a lower efficiency: the miss is largest on the fastest cards
+# (llama.cpp's Qwen3-30B-A3B prompts read +131% on an RTX PRO 6000, +4% on the DGX Spark at the same efficiencies).
 EXPERT_TILE_TOKENS = 128  # ggml-cuda mmq.cuh get_mmq_x_max_host: 128-token tiles on tensor-core GPUs
+EXPERT_PARAM = "expert_gemm_overhead_s"  # named as its Efficiency field
 
 
 @dataclass
@@ -30,10 +35,10 @@ class FitRow:
     row: dict
     choice: RuntimeChoice
     scope: str  # vendor-kind of the row's hardware
-    param: str  # "memory" or "format:<weight format>"
+    param: str  # "memory", EXPERT_PARAM or "format:<weight format>"
     source: str
     range: str | None = None  # the version starting this row's fitting range (a `refits` entry), None: no split
-    fitted: bool = True  # False: predicted, never fitted on (narrow expert GEMMs, EXPERT_TILE_TOKENS; Marlin)
+    fitted: bool = True  # False: predicted, never fitted on (Marlin; narrow MoE steps without `expert_gemm_tiles`)
 
 
 def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
@@ -47,7 +52,9 @@ def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
         card, hw, _ = cards_of(row, store)
         scope = f"{hw.vendor.lower()}-{hw.kind}"
         param = _param(row, scope in choice.profile.shared_gemm_kernel, card)
-        fitted = param == "memory" or not (narrow_expert_gemms(row, card, hw, choice) or marlin_prompt(row, param))
+        fitted = param == "memory" or not marlin_prompt(row, param)
+        if fitted and param != "memory" and narrow_expert_gemms(row, card, hw, choice):
+            param, fitted = (EXPERT_PARAM, True) if choice.profile.expert_gemm_tiles else (param, False)
         out.append(FitRow(row, choice, scope, param, pred.source, fitting_range(choice, scope, param), fitted))
     return out
 

@@ -1,10 +1,11 @@
 """Fit runtime profiles' free efficiencies to published rows, and judge them leave-one-source-out.
 
 A fit group is one runtime on one hardware scope (vendor-kind: nvidia-gpu, nvidia-soc, apple-soc, amd-gpu, ...).
-Its free parameters: the bandwidth fraction `memory` (set by latency-bound rows: decode and ITL at batch <= 8) and
-one large-GEMM efficiency per weight format (`compute_by_format`, set by prefill, TTFT and large-batch rows); with
-enough decode rows also the bandwidth one compute unit draws in a matrix-vector kernel and the launch cost per kernel
-(EXTRA_PARAMS). Each is
+Its free parameters: the bandwidth fraction `memory` (set by latency-bound rows: decode and ITL at batch <= 8),
+one large-GEMM efficiency per weight format (`compute_by_format`, set by prefill, TTFT and large-batch rows) and the
+fixed cost per MoE expert in matrix-matrix steps (`expert_gemm_overhead_s`, set by MoE rows too narrow for a tile per
+expert); with enough decode rows also the bandwidth one compute unit draws in a matrix-vector kernel and the launch
+cost per kernel (EXTRA_PARAMS). Each is
 fitted by golden-section search on log(value) minimising the mean of min(|log(predicted / measured)|, 1) over the
 group's rows (a row 2.7x off counts no more than one 2.7x off: rows beyond the ceiling cannot drag a fit), two
 rounds of coordinate descent. Where a profile's version entry says kernels changed (`refits`), policy "versions"
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from roofline.calibrate.fit import error_summary
 from roofline.calibrate.published import RowPrediction, predict_row
 from roofline.calibrate.quantized_fallback import quantized_fallback
-from roofline.calibrate.row_params import FitRow, prefixed
+from roofline.calibrate.row_params import EXPERT_PARAM, FitRow, prefixed
 from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice, version_key
 from roofline.cards.store import CardStore
 
@@ -47,8 +48,16 @@ MIN_EXTRA_ROWS = ROWS_PER_EXTRA * len(EXTRA_PARAMS)
 # Properties of the kernels' code rather than of the runtime around them: a runtime running another's kernels
 # (`kernels_from`: Ollama vendors ggml) takes them from that runtime whatever its own policy for their kind, and a
 # version range fitted on its own rows holds them at the runtime-wide value (a range has too few decode rows for both
-# extra parameters; what changes between ranges is how kernels are launched: llama.cpp's CUDA graphs)
-KERNEL_PARAMS = (UNIT_PARAM,)
+# extra parameters, and few MoE prompt rows; what changes between ranges is how kernels are launched: llama.cpp's
+# CUDA graphs)
+KERNEL_PARAMS = (UNIT_PARAM, EXPERT_PARAM)
+# search bounds of the fixed cost per touched MoE expert per layer: 0.1-100 us, from below one kernel launch (the
+# generic GPU default 13.2 us) to several
+EXPERT_BOUNDS = (1e-7, 1e-4)
+# ... fitted only where MoE rows of this many documents inform it: the cost per expert depends on the experts' size
+# and count, and one document's single model sets it anywhere (fitted on one gpt-oss-20b row on an M1 Pro it ran to
+# the 100 us bound and read a Qwen3-30B-A3B prompt on an M2 Ultra 3x slow)
+MIN_EXPERT_SOURCES = 2
 ROUNDS = 2
 GOLDEN_STEPS = 18
 ERROR_CAP = 1.0  # |log error| beyond e (2.7x) counts as e
@@ -79,7 +88,7 @@ def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> Runtim
     entry = EfficiencyOverrides(memory=values.get("memory"), compute=values.get("compute"),
                                 compute_by_format=prefixed(values, "format"),
                                 compute_quantized=prefixed(values, "quantized"),
-                                **{p: values.get(p) for p in EXTRA_PARAMS})
+                                **{p: values.get(p) for p in (*EXTRA_PARAMS, EXPERT_PARAM)})
     fitted = {**prof.fitted, scope: entry}
     return choice.model_copy(update={"profile": prof.model_copy(update={"fitted": fitted,
                                                                         "fitted_from": {**prof.fitted_from, scope: "fit"}})})
@@ -150,20 +159,27 @@ def fit_group(rows: list[FitRow], store: CardStore, fixed: dict[str, float] | No
 
 
 def _descend(rows: list[FitRow], store: CardStore, fixed: dict[str, float], params: list[str]) -> dict[str, float]:
-    """ROUNDS of coordinate descent over `params`, each a golden-section search within its bounds."""
+    """ROUNDS of coordinate descent over `params`, each a golden-section search within its bounds: the cost per
+    expert on every row, the others on the rows not informing it (narrow MoE rows would drag a format's efficiency
+    down to cover what the cost per expert stands for)."""
     values: dict[str, float] = {}
+    dense = [r for r in rows if r.param != EXPERT_PARAM] or rows
     for _ in range(ROUNDS):
         for p in params:
-            bounds = EXTRA_PARAMS.get(p, BOUNDS)
-            values[p] = golden(lambda v: _loss(rows, store, {**fixed, **values, p: v}), *bounds)
+            bounds = EXPERT_BOUNDS if p == EXPERT_PARAM else EXTRA_PARAMS.get(p, BOUNDS)
+            on = rows if p == EXPERT_PARAM else dense
+            values[p] = golden(lambda v: _loss(on, store, {**fixed, **values, p: v}), *bounds)
     return values
 
 
 def free_params(rows: list[FitRow], held: tuple[str, ...] = ()) -> list[str]:
-    """The parameters `rows` inform: each row's own, and with ROWS_PER_EXTRA `memory` rows per extra parameter the
-    EXTRA_PARAMS not `held` (the same latency-bound decode rows set them: the per-unit limit binds only on cards with
-    much bandwidth per unit, the launch cost weighs most on small models)."""
-    params = sorted({r.param for r in rows})
+    """The parameters `rows` inform: each row's own not `held` (the cost per expert only with MoE rows of
+    MIN_EXPERT_SOURCES documents), and with ROWS_PER_EXTRA `memory` rows per extra parameter the EXTRA_PARAMS not
+    `held` (the same latency-bound decode rows set them: the per-unit limit binds only on cards with much bandwidth
+    per unit, the launch cost weighs most on small models)."""
+    params = sorted({r.param for r in rows} - set(held))
+    if len({r.source for r in rows if r.param == EXPERT_PARAM}) < MIN_EXPERT_SOURCES:
+        params = [p for p in params if p != EXPERT_PARAM]
     extra = [p for p in EXTRA_PARAMS if p not in held]
     memory_rows = sum(r.param == "memory" for r in rows)
     return params + extra if extra and memory_rows >= ROWS_PER_EXTRA * len(extra) else params

@@ -28,7 +28,7 @@ FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute"
 FLOOR_FIELDS = ("gemm_floor",)  # in [0, 1]: 0 = no floor, the GPU default (a calibration may keep it)
 NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "gemv_unit_bandwidth_bytes_per_s",
                  "kernel_overhead_s", "graph_kernel_overhead_s", "graph_max_batch", "graph_max_context",
-                 "kernels_per_expert",
+                 "kernels_per_expert", "expert_gemm_overhead_s",
                  "routing_concentration", "step_overhead_s", "sequence_overhead_s", "token_overhead_s",
                  "prefill_chunk_tokens",
                  "allreduce_latency_hops")
@@ -62,6 +62,7 @@ class EfficiencyOverrides(Strict):
     graph_max_batch: float | None = Field(None, ge=0)  # the largest decode batch replayed as a graph
     graph_max_context: float | None = Field(None, ge=0)  # the longest sequence it holds; 0 = any
     kernels_per_expert: float | None = Field(None, ge=0)
+    expert_gemm_overhead_s: float | None = Field(None, ge=0)  # per touched expert per layer, matrix-matrix steps
     routing_concentration: float | None = Field(None, ge=0)
     step_overhead_s: float | None = Field(None, ge=0)
     sequence_overhead_s: float | None = Field(None, ge=0)
@@ -201,6 +202,10 @@ class RuntimeProfile(Strict):
     # type), so a format the published rows do not inform takes the mean of its fitted siblings in the same math
     # dtype (Efficiency.compute_quantized) rather than the hardware kind's prior; needs a source
     quantized_kernel_family: bool = False
+    # MoE prompts run each touched expert's tokens through GEMM tiles of their own (llama.cpp: ggml's mul_mat_id
+    # sorts tokens by expert), so a step pays a fixed cost per touched expert (Efficiency.expert_gemm_overhead_s),
+    # fitted on MoE rows too narrow for a tile per expert; needs a source. False: such rows are predicted, not fitted
+    expert_gemm_tiles: bool = False
     # one hardware card (by name) under this runtime, measured there (`roofline calibrate` writes the micro-engine's
     # fit here); applied after every scope; each needs `sources: devices.<card>`
     devices: dict[str, EfficiencyOverrides] = {}
@@ -243,6 +248,9 @@ class RuntimeProfile(Strict):
         if self.quantized_kernel_family and "quantized_kernel_family" not in self.sources:
             raise ValueError("quantized_kernel_family: sources must say why the quantized formats share kernels "
                              "(quantized_kernel_family)")
+        if self.expert_gemm_tiles and "expert_gemm_tiles" not in self.sources:
+            raise ValueError("expert_gemm_tiles: sources must say how the MoE kernels tile each expert "
+                             "(expert_gemm_tiles)")
         if self.kernels_from and "kernels_from" not in self.sources:
             raise ValueError("kernels_from: sources must say why this runtime runs those kernels (kernels_from)")
         for v in self.versions:

@@ -58,6 +58,9 @@ class Efficiency:
     graph_max_context: float = 0.0  # ... whose sequences hold at most this many tokens (the static block tables'
     # reach); 0: any context
     kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)
+    expert_gemm_overhead_s: float = 0.0  # fixed time per MoE expert a step touches, per layer, when that expert's
+    # GEMMs run as matrix-matrix kernels (more than `gemv_max_tokens` tokens): the per-expert tile passes that a prompt
+    # of a few dozen tokens per expert cannot amortise; fitted per runtime on MoE prompt rows (0: none)
     routing_concentration: float = 0.0  # how evenly a sequence's tokens spread over the experts (the Beta
     # concentration of routing.expected_experts_touched; smaller = fewer experts per prompt). 0: uniform routing, the
     # default for trained routers (no published per-prompt counts to fit); the engine's random routers are fitted

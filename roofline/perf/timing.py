@@ -112,7 +112,7 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         moved = op.bytes + score_bytes(op, hw, eff)
         c, m = compute_seconds(op, hw, eff, tokens), moved / bandwidth(op, hw, eff, tokens)
         limited = np.maximum(c, m) * op.count
-        ovh = launches(op, eff) * kernel_s
+        ovh = launches(op, eff) * kernel_s + expert_gemm_seconds(op, eff, tokens)
         st.total_s = st.total_s + limited + ovh
         st.compute_s = st.compute_s + np.where(c > m, limited, 0.0)
         st.memory_s = st.memory_s + np.where(c > m, 0.0, limited)
@@ -133,6 +133,16 @@ def fixed_seconds(eff: Efficiency, tokens: Num, sequences: Num = 0) -> Num:
 def launches(op: Op, eff: Efficiency) -> Num:
     """Kernels `op` launches in a step: its own, and more per MoE expert it touches where experts run apart."""
     return (op.kernels + eff.kernels_per_expert * op.experts_touched) * op.count
+
+
+def expert_gemm_seconds(op: Op, eff: Efficiency, tokens: Num) -> Num:
+    """The fixed cost of the MoE experts a step runs as matrix-matrix kernels: `expert_gemm_overhead_s` for each
+    touched expert that more than `gemv_max_tokens` of the step's `tokens` route to, per layer (decode at small
+    batches runs its experts as matrix-vector kernels and pays none)."""
+    if op.routing is None or not eff.expert_gemm_overhead_s:
+        return 0.0
+    matrix = 1.0 - gemv_expert_share(*op.routing, tokens, eff.gemv_max_tokens)
+    return eff.expert_gemm_overhead_s * op.experts_touched * matrix * op.count
 
 
 def concentrated_routing(op: Op, concentration: float, tokens: Num, sequences: Num) -> Op:
