@@ -82,9 +82,9 @@ CAUSES = """## Systematic causes found in the residuals
   a step (gpt-oss-120b 16, gpt-oss-20b 64), below one 128-token MMQ tile (`EXPERT_TILE_TOKENS`). Fitted as their
   format's large-GEMM efficiency, two such rows (P007, P016) had taken the NVIDIA Q4_K_M efficiency from 0.24 to 0.04
   and every dense Q4_K_M prompt read ~5x slow; left out of every fit, llama.cpp's MoE prompts read +62% held out
-  (median signed, 34 rows) where its dense prompts read +2.7%, and the miss was largest on the fastest cards
-  (Qwen3-30B-A3B at `-ub 512`: +131% on an RTX PRO 6000, +181% on an RTX 5090, +4% to +11% on the DGX Spark), which
-  a lower efficiency cannot produce and a fixed cost per touched expert can. ggml sorts a MoE matmul's tokens by
+  (median signed, 34 rows) where its dense prompts read +2.7%, and the miss was largest on the fastest cards (at
+  `-ub 512`: Qwen3-30B-A3B +131% on an RTX PRO 6000 and +181% on an RTX 5090; gpt-oss-120b and Nemotron-3-Nano +4% to
+  +11% on the DGX Spark), which a lower efficiency cannot produce and a fixed cost per touched expert can. ggml sorts a MoE matmul's tokens by
   expert and runs each expert's rows in tiles of their own (`expert_gemm_tiles` in the llama.cpp profile), so a step
   whose experts run matrix-matrix kernels pays `expert_gemm_overhead_s` per touched expert per layer (decode at small
   batches runs them as matrix-vector kernels and pays none). The narrow MoE rows fit it per hardware scope, the other

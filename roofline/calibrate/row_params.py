@@ -25,7 +25,8 @@ DECODE_METRICS = ("decode_tok_s", "agg_decode_tok_s", "itl_ms", "tpot_ms")
 # `compute_by_format` stands for (llama.cpp's MoE prompts at -ub 512: 32 tokens per expert on Qwen3-30B-A3B, 16 on
 # gpt-oss-120b), and fitted as that efficiency they dragged it to a tenth (q4_k_m 0.24 -> 0.04, every dense Q4_K_M
 # prompt then read 5x slow). A fixed cost per expert, not a lower efficiency: the miss is largest on the fastest cards
-# (llama.cpp's Qwen3-30B-A3B prompts read +131% on an RTX PRO 6000, +4% on the DGX Spark at the same efficiencies).
+# (at the same efficiencies llama.cpp's Qwen3-30B-A3B prompt read +131% on an RTX PRO 6000, its gpt-oss-120b prompts
+# +4% to +8% on the DGX Spark).
 EXPERT_TILE_TOKENS = 128  # ggml-cuda mmq.cuh get_mmq_x_max_host: 128-token tiles on tensor-core GPUs
 EXPERT_PARAM = "expert_gemm_overhead_s"  # named as its Efficiency field
 
