@@ -55,7 +55,8 @@ def why(p: Prediction, phase: str) -> str:
         return f"memory-bound ({split} of the time): {r.bytes / 1e9:,.2f} GB moved; {avg}"
     if r.bound == "compute":
         return f"compute-bound ({split} of the time): {r.flops / 1e12:,.2f} TFLOP; {avg}"
-    return f"overhead-bound ({split} of the time): kernel launches and per-step costs exceed math and memory"
+    return (f"overhead-bound ({split} of the time): fixed costs (kernel launches, per step, per MoE expert in a "
+            "prompt) exceed math and memory")
 
 
 def inputs_line(p: Prediction, extra: dict[str, str] | None = None) -> str:
