@@ -21,20 +21,19 @@ from pathlib import Path
 
 import yaml
 
+from roofline.calibrate.loso_report import id_ranges, loso_table
 from roofline.calibrate.published import read_rows
-from roofline.calibrate.row_params import EXPERT_PARAM, fit_rows, prefixed
+from roofline.calibrate.row_params import fit_rows, prefixed
 from roofline.calibrate.runtime_fit import (
     KINDS,
     scope_policy,
     MIN_SHIPPED_SOURCES,
     POLICIES,
-    EXTRA_PARAMS,
+    FIELD_PARAMS,
     fit_all,
-    id_ranges,
     kind_of,
     lent_values,
     leave_one_source_out,
-    loso_table,
     values_for,
 )
 from roofline.importers import open_store
@@ -52,7 +51,7 @@ def _entry(values: dict) -> dict:
     for name in ("memory", "compute"):
         if name in values:
             entry[name] = round(values[name], 4)
-    entry.update({p: float(f"{values[p]:.3g}") for p in (*EXTRA_PARAMS, EXPERT_PARAM) if p in values})
+    entry.update({p: float(f"{values[p]:.3g}") for p in FIELD_PARAMS if p in values})
     for field, prefix in (("compute_by_format", "format"), ("compute_quantized", "quantized")):
         named = {name: round(v, 4) for name, v in prefixed(values, prefix).items()}
         if named:

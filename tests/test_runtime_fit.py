@@ -414,7 +414,8 @@ def test_a_version_range_keeps_the_launch_cost_it_fits_on_its_own_rows(monkeypat
 def test_held_out_error_breaks_down_by_source_document():
     """loso_table(by="source"): one group per runtime, source document and metric, its rows' errors exactly those of
     the runtime's group (the rows are split, not reweighed), so the document a miss comes from shows."""
-    from roofline.calibrate.runtime_fit import leave_one_source_out, loso_table
+    from roofline.calibrate.loso_report import loso_table
+    from roofline.calibrate.runtime_fit import leave_one_source_out
 
     rows = [_fit_row(i) for i in ("H035", "H044", "C099", "C100", "L009")]
     results = leave_one_source_out(rows, CardStore())

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
-from roofline.calibrate.fit import error_summary
 from roofline.calibrate.published import RowPrediction, predict_row
 from roofline.calibrate.quantized_fallback import quantized_fallback
 from roofline.calibrate.row_params import EXPERT_PARAM, FitRow, prefixed
@@ -58,6 +57,7 @@ EXPERT_BOUNDS = (1e-7, 1e-4)
 # and count, and one document's single model sets it anywhere (fitted on one gpt-oss-20b row on an M1 Pro it ran to
 # the 100 us bound and read a Qwen3-30B-A3B prompt on an M2 Ultra 3x slow)
 MIN_EXPERT_SOURCES = 2
+FIELD_PARAMS = (*EXTRA_PARAMS, EXPERT_PARAM)  # fitted values stored under their Efficiency field's name
 ROUNDS = 2
 GOLDEN_STEPS = 18
 ERROR_CAP = 1.0  # |log error| beyond e (2.7x) counts as e
@@ -88,7 +88,7 @@ def _with(choice: RuntimeChoice, scope: str, values: dict[str, float]) -> Runtim
     entry = EfficiencyOverrides(memory=values.get("memory"), compute=values.get("compute"),
                                 compute_by_format=prefixed(values, "format"),
                                 compute_quantized=prefixed(values, "quantized"),
-                                **{p: values.get(p) for p in (*EXTRA_PARAMS, EXPERT_PARAM)})
+                                **{p: values.get(p) for p in FIELD_PARAMS})
     fitted = {**prof.fitted, scope: entry}
     return choice.model_copy(update={"profile": prof.model_copy(update={"fitted": fitted,
                                                                         "fitted_from": {**prof.fitted_from, scope: "fit"}})})
@@ -376,40 +376,3 @@ def _held_out_in_worker(source: str) -> tuple[list, dict]:
     known = len(_CACHE)
     part = _held_out(source)
     return part, dict(list(_CACHE.items())[known:])  # dicts keep insertion order: the entries this call added
-
-
-def loso_table(results: list[tuple[FitRow, RowPrediction, RowPrediction]], by: str = "") -> list[dict]:
-    """Per runtime (x hardware card, `by` "hardware"; x scope, "scope"; or x source document, "source": which document
-    a runtime's held-out error comes from) and metric: n, sources, before (generic) and after (profiles), median /
-    p90 |err| and signed bias; the group's name under key `by`."""
-    groups: dict[tuple, list] = {}
-    for r, before, after in results:
-        key = (r.choice.profile.name, {"hardware": before.hw, "scope": r.scope, "source": r.source}.get(by, ""),
-               r.row["metric"])
-        groups.setdefault(key, []).append((r, before, after))
-    table = []
-    for (runtime, group, metric), items in sorted(groups.items()):
-        measured = [b.measured for _, b, _ in items]
-        table.append({"runtime": runtime, **({by: group} if by else {}), "metric": metric, "n": len(items),
-                      "sources": len({r.source for r, _, _ in items}),
-                      "before": error_summary([b.predicted for _, b, _ in items], measured),
-                      "after": error_summary([a.predicted for _, _, a in items], measured)})
-    return table
-
-
-def id_ranges(ids: list[str]) -> str:
-    """'H001, H002, H003, H010' -> 'H001-H003, H010'."""
-    def split(i):
-        head = i.rstrip("0123456789")
-        return head, int(i[len(head):]) if i[len(head):] else -1
-    parts, run = [], []
-    for i in sorted(ids, key=split):
-        if run and split(i)[0] == split(run[-1])[0] and split(i)[1] == split(run[-1])[1] + 1:
-            run.append(i)
-            continue
-        if run:
-            parts.append(run[0] if len(run) == 1 else f"{run[0]}-{run[-1]}")
-        run = [i]
-    if run:
-        parts.append(run[0] if len(run) == 1 else f"{run[0]}-{run[-1]}")
-    return ", ".join(parts)

@@ -124,8 +124,9 @@ def _error_table(title: str, metrics: dict):
 def _by_source(st, paths: list[Path], as_json: bool, jobs: int) -> None:
     """Leave-one-source-out over the rows of `paths` (minutes: every source's groups are refitted without it),
     fitted in `jobs` processes under a progress bar."""
+    from roofline.calibrate.loso_report import loso_table
     from roofline.calibrate.row_params import fit_rows
-    from roofline.calibrate.runtime_fit import leave_one_source_out, loso_table
+    from roofline.calibrate.runtime_fit import leave_one_source_out
 
     rows = [r for p in paths for r in read_published(p)]
     fitted = fit_rows(rows, st)
