@@ -40,15 +40,15 @@ def test_the_fallback_is_the_geometric_mean_of_the_scopes_quantized_formats_per_
 
 
 def test_strix_halo_q4_k_s_prompts_take_the_scopes_fitted_quantized_efficiency():
-    """Strix Halo (amd-soc): Q4_0 and Q8_0 prompts from two documents each fit their formats; a Q4_K_S prompt (no
-    fit of its own) then reads far closer than under the prior the generic SoC default gives it (+187%)."""
+    """Strix Halo (amd-soc) under ROCm: Q4_0 and Q8_0 prompts from two documents each fit their formats; a Q4_K_S
+    prompt (no fit of its own) then reads far closer than under the prior the generic SoC default gives it (+129%)."""
     st = CardStore()
-    rows = _rows("G001", "G025", "G035", "G039")  # Q4_0, Q8_0 (two documents each), in fp16 math on this card
+    rows = _rows("G001", "G025", "G036", "G040")  # Q4_0, Q8_0 (two documents each), in fp16 math on this card
     assert format_dtypes(rows, st) == {"q4_0": "fp16", "q8_0": "fp16"}
     fit = fit_all(rows, st, min_sources=MIN_SHIPPED_SOURCES)[("llama.cpp", "amd-soc")].values
     mean = math.sqrt(fit["format:q4_0"] * fit["format:q8_0"])
     assert math.isclose(fit["quantized:fp16"], mean)
-    (q4ks,) = _rows("G037")
+    (q4ks,) = _rows("G038")
     choice = _with(q4ks.choice, "amd-soc", fit)
     hw = st.hardware("ryzen-ai-max-395")
     assert math.isclose(expected_efficiency(hw, choice).compute_for("fp16", "q4_k_s"), mean)
@@ -62,7 +62,7 @@ def test_only_a_runtime_whose_quantized_formats_share_kernels_derives_the_fallba
     st = CardStore()
     assert st.runtime("llama.cpp").profile.quantized_kernel_family
     assert not st.runtime("vllm").profile.quantized_kernel_family
-    fits = fit_all(_rows("G001", "G035", "N016", "V091"), st, min_sources=1)  # vLLM: MXFP4 and FP8 prompts
+    fits = fit_all(_rows("G001", "G036", "N016", "V091"), st, min_sources=1)  # vLLM: MXFP4 and FP8 prompts
     assert any(k.startswith("quantized:") for k in fits[("llama.cpp", "amd-soc")].values)
     vllm = [g.values for (rt, _), g in fits.items() if rt == "vllm"]
     assert vllm and any(k.startswith("format:") for v in vllm for k in v)

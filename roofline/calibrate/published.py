@@ -234,6 +234,7 @@ MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "ju
 # engine text -> (runtime profile, regex whose group 1 is the version, how the version is written)
 ENGINE_RUNTIMES = (
     ("ollama", r"ollama\s+v?(\d+(?:\.\d+)+)", "{}"),
+    ("llama.cpp-vulkan", r"llama\.cpp\s+vulkan\b.*?\bbuild\s+b?(\d+)", "b{}"),
     ("llama.cpp", r"llama\.cpp.*?\bbuild\s+b?(\d+)", "b{}"),
     ("trtllm", r"(?:tensorrt-llm|trt-llm|trtllm)\s+v?(\d+(?:\.\d+)*)", "{}"),
     ("trtllm", r"\bnim\b()", ""),
@@ -243,13 +244,14 @@ ENGINE_RUNTIMES = (
     ("lmdeploy", r"lmdeploy\s+v?(\d+(?:\.\d+)+)", "{}"),
     ("tgi", r"(?:text-generation-inference|\btgi)\s+v?(\d+(?:\.\d+)+)", "{}"),
 )
-ENGINE_NAMES = (("ollama", "ollama"), ("llama.cpp", "llama.cpp"), ("tensorrt-llm", "trtllm"), ("trtllm", "trtllm"),
-                ("vllm", "vllm"), ("sglang", "sglang"), ("mlx-lm", "mlx"), ("mlx lm", "mlx"), ("lmdeploy", "lmdeploy"),
-                ("text-generation-inference", "tgi"))
+ENGINE_NAMES = (("ollama", "ollama"), ("llama.cpp vulkan", "llama.cpp-vulkan"), ("llama.cpp", "llama.cpp"),
+                ("tensorrt-llm", "trtllm"), ("trtllm", "trtllm"), ("vllm", "vllm"), ("sglang", "sglang"), ("mlx-lm", "mlx"),
+                ("mlx lm", "mlx"), ("lmdeploy", "lmdeploy"), ("text-generation-inference", "tgi"))
 
 
 def engine_runtime(engine: str) -> tuple[str | None, str | None]:
     """(profile name, version) a row's `engine` text names: "llama.cpp CUDA build 7941" -> ("llama.cpp", "b7941"),
+    "llama.cpp Vulkan build 7548" -> ("llama.cpp-vulkan", "b7548") (the Vulkan backend: a profile of its own),
     "vLLM 0.10.1" -> ("vllm", "0.10.1"), "TensorRT-LLM 0.17" -> ("trtllm", "0.17"), "SGLang 0.3.0" -> ("sglang",
     "0.3.0"), "MLX-LM" -> ("mlx", None); a runtime without a profile (MLC-LLM, Gaudi software) -> (None, None)."""
     text = engine.lower()

@@ -75,8 +75,15 @@ class EfficiencyOverrides(Strict):
     # math dtype -> large-GEMM efficiency of the quantized formats without an entry above (Efficiency.compute_quantized)
     compute_quantized: dict[str, float] = {}
     # weight format -> the math dtypes this runtime's kernels run it in, first the card has a peak for (llama.cpp
-    # runs MXFP4 through its int8 MMQ like a k-quant, where the format's own chain says fp4)
+    # runs MXFP4 through its int8 MMQ like a k-quant, where the format's own chain says fp4); the key `gguf` stands
+    # for every GGUF block type (as in `weight_formats`)
     kernel_dtypes: dict[str, list[str]] = {}
+
+    @field_validator("kernel_dtypes")
+    @classmethod
+    def _gguf_key(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        expanded = {fmt: v["gguf"] for fmt in GGUF_FORMATS} if "gguf" in v else {}
+        return expanded | {fmt: dtypes for fmt, dtypes in v.items() if fmt != "gguf"}
 
     @model_validator(mode="after")
     def _fractions(self):

@@ -144,7 +144,7 @@ class CardStore:
         """Every card of `kind` that loads. One that does not is left out and kept in `problems`: a bad user card
         breaks only the commands that name it (listings show it as a warning)."""
         cards = []
-        for entry in self._entries(kind).values():
+        for _, entry in sorted(self._entries(kind).items()):  # by name ("llama.cpp" before "llama.cpp-vulkan")
             try:
                 cards.append(self._card(kind, entry))
             except RooflineError:
