@@ -60,5 +60,5 @@ def test_the_cuda_profile_keeps_its_int8_kernels_on_the_same_card():
     st = CardStore()
     cuda = expected_efficiency(st.hardware("rtx-4090"), st.runtime("llama.cpp"))
     vulkan = expected_efficiency(st.hardware("rtx-4090"), st.runtime("llama.cpp-vulkan"))
-    assert "q4_k_m" not in cuda.kernel_dtypes or cuda.kernel_dtypes["q4_k_m"][0] == "int8"
+    assert cuda.kernel_dtypes["q4_k_m"][0] == "int8"  # MMQ on int8 tensor cores since b3216
     assert vulkan.kernel_dtypes["q4_k_m"] == ("fp16", "fp32")

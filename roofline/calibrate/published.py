@@ -245,8 +245,8 @@ ENGINE_RUNTIMES = (
     ("tgi", r"(?:text-generation-inference|\btgi)\s+v?(\d+(?:\.\d+)+)", "{}"),
 )
 ENGINE_NAMES = (("ollama", "ollama"), ("llama.cpp vulkan", "llama.cpp-vulkan"), ("llama.cpp", "llama.cpp"),
-                ("tensorrt-llm", "trtllm"), ("trtllm", "trtllm"), ("vllm", "vllm"), ("sglang", "sglang"), ("mlx-lm", "mlx"),
-                ("mlx lm", "mlx"), ("lmdeploy", "lmdeploy"), ("text-generation-inference", "tgi"))
+                ("tensorrt-llm", "trtllm"), ("trtllm", "trtllm"), ("vllm", "vllm"), ("sglang", "sglang"),
+                ("mlx-lm", "mlx"), ("mlx lm", "mlx"), ("lmdeploy", "lmdeploy"), ("text-generation-inference", "tgi"))
 
 
 def engine_runtime(engine: str) -> tuple[str | None, str | None]:

@@ -213,8 +213,9 @@ class RuntimeProfile(Strict):
     # sorts tokens by expert), so a step pays a fixed cost per touched expert (Efficiency.expert_gemm_overhead_s),
     # fitted on MoE rows too narrow for a tile per expert; needs a source. False: such rows are predicted, not fitted
     expert_gemm_tiles: bool = False
-    # one hardware card (by name) under this runtime, measured there (`roofline calibrate` writes the micro-engine's
-    # fit here); applied after every scope; each needs `sources: devices.<card>`
+    # one hardware card (by name) under this runtime: measured there (`roofline calibrate` writes the micro-engine's
+    # fit here), or a kernel path only that card takes (ggml-vulkan never gives the Arc A770 cooperative matrices);
+    # applied after every scope; each needs `sources: devices.<card>`
     devices: dict[str, EfficiencyOverrides] = {}
     sources: dict[str, str]  # dotted field -> where the number comes from (docs, source default, fitted rows)
     uncertain: dict[str, str] = {}

@@ -25,9 +25,9 @@ CardsOpt = Annotated[
 
 RuntimeOpt = Annotated[
     Optional[str],
-    typer.Option("--runtime", help="Runtime profile NAME[@VERSION]: llama.cpp, llama.cpp-vulkan, ollama, vllm, sglang, "
-                 "trtllm (nim), lmdeploy, mlx, tgi, roofline-engine; e.g. vllm@0.11, llama.cpp@b6918 (default: generic, today's "
-                 "efficiencies per hardware kind; see `roofline runtimes list`)."),
+    typer.Option("--runtime", help="Runtime profile NAME[@VERSION]: llama.cpp, llama.cpp-vulkan, ollama, vllm, "
+                 "sglang, trtllm (nim), lmdeploy, mlx, tgi, roofline-engine; e.g. vllm@0.11, llama.cpp@b6918 "
+                 "(default: generic, today's efficiencies per hardware kind; see `roofline runtimes list`)."),
 ]
 
 
