@@ -225,15 +225,16 @@ CAUSES = """## Systematic causes found in the residuals
   says "llama.cpp Vulkan": 18 prompt and 15 decode rows, 8 documents). Every kernel is a ggml-vulkan shader, and its
   prompt GEMMs reach the matrix engines only where ggml enables KHR cooperative matrices: on Intel only Xe2, only from
   PR #14001 (b5589), so an Arc A770 (and a B580 before b5589) runs them on its vector units (`kernel_dtypes` at the
-  FP32 peak, `devices.arc-a770`); generic reads these prompts 242% high. Held out on the same rows: the 18 Vulkan
-  prompts 52.9% / +52.9% under llama.cpp's fit -> 35.3% / +18.8% under their own, the 15 decodes 8.8% -> 6.6%; and
-  the 153 prompts that stay llama.cpp's (CUDA, ROCm, Metal, SYCL) 19.4% -> 17.4%, because the ROCm Strix Halo
-  efficiencies no longer average over Vulkan drivers (`amd-soc` Q4_0 0.23 -> 0.36, Q8_0 0.18 -> 0.25 of the FP16
-  WMMA peak) and Intel's bandwidth fraction comes from SYCL decode (0.71) instead of the A770's Vulkan decode (0.43);
-  decode 5.9% either way (106 rows). Left in the Vulkan prompts: the driver (AMDVLK vs RADV on one build, 347 vs
-  1338 tok/s, G007/G005), flash attention on an A770 without cooperative matrices (`-fa 1` 364 vs `-fa 0` 903
-  tok/s, I020/I018: a scalar attention shader roofline does not model), and Qwen3-30B-A3B prompts on two A770s
-  (I014/I016, +164% held out: the cost per expert is fitted only where two documents' MoE rows inform it).
+  FP32 peak, `devices.arc-a770`); generic reads these prompts 242% high. Held out on the same rows (median / p90 /
+  signed): the 18 Vulkan prompts 52.9% / 451% / +52.9% under llama.cpp's fit -> 35.3% / 175% / +18.8% under their own,
+  the 15 decodes 8.8% / 11.2% -> 6.6% / 18.0%; and the 153 prompts that stay llama.cpp's (CUDA, ROCm, Metal, SYCL)
+  19.4% / 57.4% -> 17.4% / 59.3%, because the ROCm Strix Halo efficiencies no longer average over Vulkan drivers
+  (`amd-soc` Q4_0 0.23 -> 0.36, Q8_0 0.18 -> 0.25 of the FP16 WMMA peak) and Intel's bandwidth fraction comes from
+  SYCL decode (0.71) instead of the A770's Vulkan decode (0.43); decode 5.9% either way (106 rows). Left in the Vulkan
+  prompts: the driver (AMDVLK vs RADV on one build, 347 vs 1338 tok/s, G007/G005), flash attention on an A770 without
+  cooperative matrices (`-fa 1` 364 vs `-fa 0` 903 tok/s, I020/I018: a scalar attention shader roofline does not
+  model), and Qwen3-30B-A3B prompts on two A770s (I014/I016, +164% held out: the cost per expert is fitted only where
+  two documents' MoE rows inform it).
 - **A GGUF format the rows do not inform takes its siblings' efficiency** (`compute_quantized`). llama.cpp's quantized
   types run one family of kernels (one MMQ template per ggml type under CUDA and ROCm, one `mul_mm` shader per type
   under Vulkan, `kernel_mul_mm` under Metal), so the profile says `quantized_kernel_family: true` and a format without
