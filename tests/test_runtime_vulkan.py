@@ -56,6 +56,23 @@ def test_intel_prompts_reach_the_matrix_engines_only_on_xe2_from_b5589():
     assert a770.kernel_dtypes["q4_k_m"] == ("fp32",)
 
 
+def test_every_intel_gpu_and_igpu_waits_for_b5589_and_alchemist_never_gets_there():
+    """The rule is Intel's, integrated GPUs included (Lunar Lake's Arc 140V is Xe2); every Alchemist card stays on
+    the vector units."""
+    st = CardStore()
+    dtypes = {(hw, v): expected_efficiency(st.hardware(hw), st.runtime(f"llama.cpp-vulkan@{v}")).kernel_dtypes["q4_0"]
+              for hw in ("arc-140v", "arc-a750", "arc-a580") for v in ("b5000", "b9000")}
+    assert dtypes[("arc-140v", "b5000")] == ("fp32",) and dtypes[("arc-140v", "b9000")][0] == "fp16"
+    assert all(dtypes[(hw, v)] == ("fp32",) for hw in ("arc-a750", "arc-a580") for v in ("b5000", "b9000"))
+
+
+@pytest.mark.parametrize("hw", ["xeon-6980p", "apple-m3-max", "gaudi3"])
+def test_vulkan_runs_on_gpus_and_igpus_only(hw):
+    """runs_on names vendor-kinds: an Intel CPU or accelerator and Apple silicon are one line and exit 2."""
+    run = run_cli("predict", "-m", "llama-3.1-8b", "--hw", hw, "--quant", "q4_k_m", "--runtime", "llama.cpp-vulkan")
+    assert run.returncode == 2 and "does not run on" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
 def test_the_cuda_profile_keeps_its_int8_kernels_on_the_same_card():
     st = CardStore()
     cuda = expected_efficiency(st.hardware("rtx-4090"), st.runtime("llama.cpp"))

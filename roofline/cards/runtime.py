@@ -184,7 +184,7 @@ class RuntimeProfile(Strict):
     aliases: list[str] = []
     description: str = ""
     homepage: str
-    runs_on: list[str]  # vendors and/or hardware kinds it runs on: nvidia, amd, intel, apple, cpu, ...
+    runs_on: list[str]  # vendors, hardware kinds and/or vendor-kinds it runs on: nvidia, amd, apple, cpu, intel-gpu...
     weight_formats: list[str]  # the formats it can load (roofline's names, see `roofline formats`)
     kv_formats: list[str]
     default_kv_format: str

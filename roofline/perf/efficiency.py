@@ -246,7 +246,7 @@ def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: H
     if runtime is None:
         return
     prof = runtime.profile
-    targets = {hw.vendor.lower(), hw.kind, default_key(hw)}
+    targets = {hw.vendor.lower(), hw.kind, default_key(hw), f"{hw.vendor.lower()}-{hw.kind}"}
     if not targets & {t.lower() for t in prof.runs_on}:
         raise RooflineError(f"{prof.display_name} does not run on {hw.name} ({hw.vendor} {hw.kind}); it runs on "
                             f"{', '.join(prof.runs_on)}")
