@@ -47,12 +47,12 @@ def score_bytes(op: Op, hw: HardwareCard, eff: Efficiency) -> Num:
     return SCORE_BYTES_PER_VALUE * np.maximum(op.scores - hw.l2_cache_bytes / SCORE_VALUE_BYTES, 0.0)
 
 
-def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
+def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num, gemv_share: Num | None = None) -> Num:
     """Achieved bytes/s of one op: matrix-vector work (up to `gemv_max_tokens` rows) streams at `memory_gemv`, no
     faster than the card's compute units can draw (`gemv_unit_bandwidth_bytes_per_s` each), the attention core's KV
     reads at `memory_kv`, elementwise activation passes at `memory_act`, everything else at `memory` (each kernel
     kind reaches its own fraction of the bus), an activation function's pass slowed by its measured
-    `activation_cost`."""
+    `activation_cost`. A MoE op's matrix-vector share is `gemv_share` where the caller has it (`expert_gemv_share`)."""
     full = hw.memory.bandwidth_bytes_per_s
     if op.elementwise:
         act = eff.memory if eff.memory_act is None else eff.memory_act
@@ -63,7 +63,7 @@ def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
     if not op.gemm or gemv == full * eff.memory:
         return full * eff.memory
     if op.routing is not None:  # MoE: experts that see at most gemv_max_tokens tokens run matrix-vector kernels
-        share = gemv_expert_share(*op.routing, tokens, eff.gemv_max_tokens)
+        share = expert_gemv_share(op, eff, tokens) if gemv_share is None else gemv_share
         return share * gemv + (1 - share) * full * eff.memory
     return np.where(np.asarray(tokens) <= eff.gemv_max_tokens, gemv, full * eff.memory)
 
@@ -110,9 +110,11 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         if op.routing is not None and eff.routing_concentration:
             op = concentrated_routing(op, eff.routing_concentration, tokens, sequences)
         moved = op.bytes + score_bytes(op, hw, eff)
-        c, m = compute_seconds(op, hw, eff, tokens), moved / bandwidth(op, hw, eff, tokens)
+        # the matrix-vector share of a MoE op's experts, once for both bandwidth and the cost per expert
+        share = expert_gemv_share(op, eff, tokens) if op.routing is not None and eff.expert_gemm_overhead_s else None
+        c, m = compute_seconds(op, hw, eff, tokens), moved / bandwidth(op, hw, eff, tokens, share)
         limited = np.maximum(c, m) * op.count
-        ovh = launches(op, eff) * kernel_s + expert_gemm_seconds(op, eff, tokens)
+        ovh = launches(op, eff) * kernel_s + expert_gemm_seconds(op, eff, share)
         st.total_s = st.total_s + limited + ovh
         st.compute_s = st.compute_s + np.where(c > m, limited, 0.0)
         st.memory_s = st.memory_s + np.where(c > m, 0.0, limited)
@@ -135,14 +137,19 @@ def launches(op: Op, eff: Efficiency) -> Num:
     return (op.kernels + eff.kernels_per_expert * op.experts_touched) * op.count
 
 
-def expert_gemm_seconds(op: Op, eff: Efficiency, tokens: Num) -> Num:
+def expert_gemv_share(op: Op, eff: Efficiency, tokens: Num) -> Num:
+    """Of a MoE op's touched experts, the share whose tokens (at most `gemv_max_tokens` of the step's `tokens`) run
+    as matrix-vector kernels."""
+    return gemv_expert_share(*op.routing, tokens, eff.gemv_max_tokens)
+
+
+def expert_gemm_seconds(op: Op, eff: Efficiency, gemv_share: Num | None) -> Num:
     """The fixed cost of the MoE experts a step runs as matrix-matrix kernels: `expert_gemm_overhead_s` for each
-    touched expert that more than `gemv_max_tokens` of the step's `tokens` route to, per layer (decode at small
-    batches runs its experts as matrix-vector kernels and pays none)."""
-    if op.routing is None or not eff.expert_gemm_overhead_s:
+    touched expert outside `gemv_share` (`expert_gemv_share`; None: not a MoE op), per layer (decode at small batches
+    runs its experts as matrix-vector kernels and pays none)."""
+    if gemv_share is None or not eff.expert_gemm_overhead_s:
         return 0.0
-    matrix = 1.0 - gemv_expert_share(*op.routing, tokens, eff.gemv_max_tokens)
-    return eff.expert_gemm_overhead_s * op.experts_touched * matrix * op.count
+    return eff.expert_gemm_overhead_s * op.experts_touched * (1.0 - gemv_share) * op.count
 
 
 def concentrated_routing(op: Op, concentration: float, tokens: Num, sequences: Num) -> Op:
