@@ -5,15 +5,17 @@
 #   STEPS="graphs quick serving whole" benchmarks/cuda_calibrate.sh   # needs torch with CUDA and roofline importable
 #
 # On an H100 "graphs quick whole serving" with WHOLE_MODELS=llama-3.1-8b took 4-5 minutes (30 s, 100-118 s, 45 s,
-# 60 s); "quick serving whole" with two whole models 4 min 10 s; "datasheet" adds about 30 s and "full" about
+# 60 s); "quick serving whole" with two whole models 4 min 10 s; on an H200 "quick serving_whole partitions whole"
+# 5 min 24 s (161, 18, 42, 23 and 4 x 16-20 s); "datasheet" adds about 30 s and "full" about
 # 5 minutes (docs/calibration.md). A fresh device machine lacks pydantic: carry its wheels.
 #
 # graphs: benchmarks/cuda_graphs.py's decode targets (CUDA graphs and eager); datasheet: validate on fresh engine
 # shapes with the bundled datasheet card (default efficiencies); quick / full: calibrate, then validate again with
 # the calibrated card; serving: validate --serving's two specs with every step logged (benchmarks/serving_whole.py:
-# the CPU's two-layer cut, then the GPU's whole qwen2.5-7b); whole: whole cards run by the engine beside the
-# calibrated prediction; partitions: decode steps under the split kernel's partition policies
-# (benchmarks/decode_partitions.py). Each step has its own time limit so one slow step cannot take the rest.
+# the CPU's two-layer cut, then the GPU's whole qwen2.5-7b); serving_whole: the GPU's spec alone; whole: whole cards
+# run by the engine beside the calibrated prediction; partitions: decode steps under the split kernel's partition
+# policies (benchmarks/decode_partitions.py). Each step has its own time limit so one slow step cannot take the rest.
+# HW names the datasheet card where the GPU's name matches none (an H200 NVL: HW=h200).
 set -uo pipefail
 WORK=${WORK:-/tmp/roofline-cuda}
 STEPS=${STEPS:-"graphs datasheet quick full serving whole"}
@@ -29,7 +31,7 @@ run() {  # run NAME SECONDS CMD...: stdout -> $WORK/NAME.json, stderr -> $WORK/N
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$WORK/gpu.txt"
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())" | tee -a "$WORK/gpu.txt"
-HW=$(python3 -c "from roofline.engine.device import name; from roofline.cards.store import CardStore; print(CardStore().hardware(name('cuda')).name)")
+HW=${HW:-$(python3 -c "from roofline.engine.device import name; from roofline.cards.store import CardStore; print(CardStore().hardware(name('cuda')).name)")}
 export HW
 echo "datasheet card: $HW" | tee -a "$WORK/gpu.txt"
 for step in $STEPS; do
@@ -45,6 +47,8 @@ for step in $STEPS; do
     partitions) run partitions 120 python3 benchmarks/decode_partitions.py ;;
     serving) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"
       run serving 75 python3 benchmarks/serving_whole.py --cut
+      run serving_whole 100 python3 benchmarks/serving_whole.py ;;
+    serving_whole) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"
       run serving_whole 100 python3 benchmarks/serving_whole.py ;;
     whole) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"
       for m in ${WHOLE_MODELS:-llama-3.1-8b gemma-3-4b}; do for b in 1 16; do

@@ -1,9 +1,10 @@
 """Decode steps replayed as CUDA graphs under the split decode kernel's partition policies (needs a CUDA GPU): the
-default (partitions sized from the tables' width, longer as the batch grows) against fixed partitions of N blocks
-(`paged_kernel.PARTITION_BLOCKS`). Whole qwen2.5-7b bf16 at CONTEXT cached tokens, at batches on and between the
-graph buckets. Why: docs/calibration.md, "NVIDIA H100, a second session".
+default (`paged_kernel.partitions`: 4-8 blocks a partition) against fixed partitions of N blocks
+(`paged_kernel.PARTITION_BLOCKS`). Whole qwen2.5-7b bf16 at `--context` cached tokens, at batches on and between the
+graph buckets. Why: docs/calibration.md, "NVIDIA H200".
 
-    PYTHONPATH=. python benchmarks/decode_partitions.py [--model qwen2.5-7b] [--blocks 4 8 16]   # ~1 min on an H100
+    PYTHONPATH=. python benchmarks/decode_partitions.py [--model qwen2.5-7b] [--blocks 4 8 16] [--context 512]
+    # ~25 s on an H200
 
 Prints one line per (policy, batch): host and device milliseconds (median of 20 steps) and the partitions used.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-CONTEXT = 512  # tokens cached per sequence
+CONTEXT = 512  # tokens cached per sequence (default)
 BATCHES = (1, 4, 5, 8, 9, 16, 32)
 
 
@@ -23,6 +24,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen2.5-7b")
     ap.add_argument("--blocks", type=int, nargs="*", default=[4, 8, 16], help="fixed partition sizes to try")
+    ap.add_argument("--context", type=int, default=CONTEXT, help="tokens cached per sequence")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("no CUDA device: this benchmark times CUDA-graph decode steps")
@@ -40,7 +42,7 @@ def main() -> None:
         runner.graphs.clear()  # recaptured at each bucket's first step under this policy
         runner.pool = None
         for batch in BATCHES:
-            host, device, mode = measure_both(eng, "decode", batch, CONTEXT, 1, repeats=20)
+            host, device, mode = measure_both(eng, "decode", batch, args.context, 1, repeats=20)
             bucket = bucket_for(batch, runner.buckets)
             parts, per_part = paged_kernel.partitions(bucket, kv_heads, runner.max_blocks)
             print(f"partitions {fixed or 'default':>7} batch {batch:2d}: host {host * 1e3:6.2f} ms, device "

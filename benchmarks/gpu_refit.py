@@ -4,9 +4,10 @@
     PYTHONPATH=. python benchmarks/gpu_refit.py [benchmarks/data/h100-2026-11-26]   # ~4 min on 2 cores
     PYTHONPATH=. python benchmarks/gpu_refit.py benchmarks/data/h100-2026-11-26b \
         --engine-runs benchmarks/data/h100-2026-11-26b/flash-attention   # ~8 min
+    PYTHONPATH=. python benchmarks/gpu_refit.py benchmarks/data/h200-2026-11-27   # ~10 min
 
-Each run folder holds what `benchmarks/cuda_calibrate.sh` wrote on the GPU: the calibrated card (every measured step
-in `calibration.measurements`), `validate_quick.json` (validate's default engine shapes, served for real) and
+Each run folder holds what `benchmarks/cuda_calibrate.sh` wrote on the GPU: the calibrated card
+(`calibrated-<card>.yaml`, every measured step in `calibration.measurements`), `validate_quick.json` (validate's default engine shapes, served for real) and
 `engine_<model>_b<batch>.json` (whole cards served by the engine). The steps are refitted two ways: one launch
 cost for every step, and the launches of CUDA-graph-replayed decode steps fitted apart (`graph_kernel_overhead_s`,
 what `calibrate` does now); then the validate points and the whole-card runs are predicted from each fit.
@@ -34,6 +35,14 @@ DATA = Path(__file__).parent / "data" / "h100-2026-11-26"
 LIMITS = ("graph_max_batch", "graph_max_context")  # where the engine replayed graphs, as the stored card says
 PREDICTORS = {"one launch cost": False, "graph launches apart": True}  # label -> graph launches fitted apart
 VALIDATE_VOCAB = 3000  # validate's --vocab default
+
+
+def card_file(run: Path) -> Path:
+    """The calibrated card a run folder holds (`calibrated-<card>.yaml`, one per run)."""
+    found = sorted(run.glob("calibrated-*.yaml"))
+    if len(found) != 1:
+        raise SystemExit(f"{run}: expected one calibrated-<card>.yaml, found {len(found)}")
+    return found[0]
 
 
 def refit(card_file: Path, st: CardStore, graphs_apart: bool) -> tuple[HardwareCard, dict]:
@@ -85,7 +94,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for run in sorted(p for p in root.iterdir() if p.is_dir()):
         for label, apart in PREDICTORS.items():
-            hw, summary = refit(run / "calibrated-h100-sxm.yaml", st, apart)
+            hw, summary = refit(card_file(run), st, apart)
             held = summary["held_out"]
             val = validate_errors(run, hw, st)
             engine_runs = run if any(run.glob("engine_*.json")) or not args.engine_runs else args.engine_runs

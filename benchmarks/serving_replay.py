@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from gpu_refit import refit
+from gpu_refit import card_file, refit
 
 from roofline.calibrate.serving_validation import errors, predicted_step_s, simulated, simulator_setup, step_kind, trace
 from roofline.cards.hardware import HardwareCard
@@ -62,11 +62,11 @@ def main() -> None:
           "measured - 1) |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for run in args.runs:
-        card_file = args.card or run / "calibrated-h100-sxm.yaml"
-        hw = refit(card_file, st, graphs_apart=True)[0] if args.refit else \
-            HardwareCard.model_validate(yaml.safe_load(card_file.read_text()))
-        for path in sorted(run.glob("serving*.json")):
-            print("\n".join(replay(path, hw, st)), flush=True)
+        card = args.card or card_file(run)
+        hw = refit(card, st, graphs_apart=True)[0] if args.refit else \
+            HardwareCard.model_validate(yaml.safe_load(card.read_text()))
+        for served in sorted(run.glob("serving*.json")):
+            print("\n".join(replay(served, hw, st)), flush=True)
 
 
 if __name__ == "__main__":

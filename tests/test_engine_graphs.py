@@ -156,9 +156,11 @@ def test_timing_more_sequences_than_the_pool_holds_names_the_fix():
 
 @pytest.mark.parametrize("sequences, kv_heads, max_blocks, expected", [
     (1, 8, 256, (64, 4)),  # batch 1: the context split into 64 partitions of 4 blocks
-    (32, 8, 256, (4, 64)),  # 256 programs already: few partitions
-    (512, 8, 256, (1, 256)),  # more programs than the target: one partition, as before the split
+    (16, 4, 256, (32, 8)),  # 64 programs: more partitions wanted than of 8 blocks, none shorter than 4
+    (32, 8, 256, (32, 8)),  # 256 programs already: partitions as long as a program walks, 8 blocks
+    (512, 8, 256, (32, 8)),  # more programs than the target: still no program walks more than 8 blocks
     (1, 8, 3, (1, 3)),  # fewer blocks than a partition's minimum
+    (1, 4, 5, (1, 5)),  # between the minimum and the maximum: one partition
 ])
 def test_partitions_fill_the_gpu_without_splitting_too_fine(sequences, kv_heads, max_blocks, expected):
     from roofline.engine.model import paged_kernel

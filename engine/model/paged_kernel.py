@@ -31,13 +31,15 @@ def usable(q: torch.Tensor, cache) -> bool:
 
 # Partitions of a sequence's context run in parallel (flash-decoding): at batch 1 one program per KV head alone
 # leaves most of a GPU idle and walks the context serially. Enough programs to fill a large GPU several times over
-# (an H100 has 132 SMs), each taking at least MIN_PARTITION_BLOCKS blocks (so its partial result is worth keeping).
-TARGET_PROGRAMS = 1024
+# (an H100 or H200 has 132 SMs), each taking at least MIN_PARTITION_BLOCKS blocks (so its partial result is worth
+# keeping) and at most MAX_PARTITION_BLOCKS (a program walks its blocks serially: sized from the tables' width alone,
+# partitions of 16 and 32 blocks at 16 and 32 sequences of 4 KV heads made those steps 16-22% slower than partitions
+# of 8 on an H200; of 4 blocks against 8, 4 were faster up to 8 sequences; docs/calibration.md, "NVIDIA H200").
+TARGET_PROGRAMS = 2048
 MIN_PARTITION_BLOCKS = 4
-# None: partitions sized as above, from the tables' width, so a program walks more blocks serially as the batch grows
-# (4, 8, 16 blocks at 1-4, 8, 16 sequences of 4 KV heads; the step grew with it on an H100, docs/calibration.md).
-# N: fixed partitions of N blocks, most of them past a short sequence's end and exiting at once; set before the
-# engine captures its graphs (benchmarks/decode_partitions.py measures both).
+MAX_PARTITION_BLOCKS = 8
+# None: partitions sized as above. N: fixed partitions of N blocks, most of them past a short sequence's end and
+# exiting at once; set before the engine captures its graphs (benchmarks/decode_partitions.py measures both).
 PARTITION_BLOCKS: int | None = None
 
 
@@ -47,7 +49,7 @@ def partitions(sequences: int, kv_heads: int, max_blocks: int) -> tuple[int, int
         per_part = min(PARTITION_BLOCKS, max(max_blocks, 1))
         return -(-max_blocks // per_part), per_part
     want = max(1, -(-TARGET_PROGRAMS // max(sequences * kv_heads, 1)))
-    parts = max(1, min(want, max_blocks // MIN_PARTITION_BLOCKS))
+    parts = max(1, min(want, max_blocks // MIN_PARTITION_BLOCKS), -(-max_blocks // MAX_PARTITION_BLOCKS))
     return parts, -(-max_blocks // parts)
 
 
