@@ -7,8 +7,8 @@
     PYTHONPATH=. python benchmarks/gpu_refit.py benchmarks/data/h200-2026-11-27   # ~10 min
 
 Each run folder holds what `benchmarks/cuda_calibrate.sh` wrote on the GPU: the calibrated card
-(`calibrated-<card>.yaml`, every measured step in `calibration.measurements`), `validate_quick.json` (validate's default engine shapes, served for real) and
-`engine_<model>_b<batch>.json` (whole cards served by the engine). The steps are refitted two ways: one launch
+(`calibrated-<card>.yaml`, every measured step in `calibration.measurements`), `validate_quick.json` (validate's
+default engine shapes, served for real) and `engine_<model>_b<batch>.json` (whole cards served by the engine). The steps are refitted two ways: one launch
 cost for every step, and the launches of CUDA-graph-replayed decode steps fitted apart (`graph_kernel_overhead_s`,
 what `calibrate` does now); then the validate points and the whole-card runs are predicted from each fit.
 """
