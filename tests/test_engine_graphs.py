@@ -181,6 +181,33 @@ def test_fixed_partitions_do_not_grow_with_the_batch(fixed, sequences, max_block
     assert (parts, per_part) == expected and parts * per_part >= max_blocks > (parts - 1) * per_part
 
 
+class _StepClock:
+    """An engine whose every step takes `seconds`: counts the steps a timing runs."""
+    last_device_seconds = 0.0
+
+    def __init__(self, seconds: float):
+        self.seconds, self.steps = seconds, 0
+
+    def execute(self, scheduled):
+        self.steps += 1
+        return self.seconds, {}
+
+
+@pytest.mark.parametrize("seconds, span, steps", [
+    (0.0015, True, 14),  # a replayed graph step of 1.5 ms: repeated until 20 ms
+    (1e-5, True, 24),  # ... but never more than GRAPH_MAX_REPEATS
+    (0.05, True, 3),  # a step longer than the span: the asked repeats
+    (0.0015, False, 3),  # an eager or CPU step: the asked repeats
+])
+def test_short_graph_steps_are_repeated_until_they_span_the_window(seconds, span, steps):
+    from roofline.engine.measure import bench
+
+    clock = _StepClock(seconds)
+    host, _ = bench._time_step(clock, [], 1, 3, advance=False, span_s=bench.GRAPH_SPAN_S if span else 0.0)
+    assert clock.steps == steps and host == seconds
+    assert bench.GRAPH_SPAN_S == 0.02 and bench.GRAPH_MAX_REPEATS == 24
+
+
 def test_padding_every_row_points_its_writes_at_the_scratch_block():
     eng = _engine(TINY["llama"], True, graph_max_batch=4)
     runner = eng.decode_runner

@@ -47,11 +47,13 @@ def _prime(eng: LLMEngine, batch: int, context: int, new_tokens: int, room: int)
     return seqs
 
 
-def _time_step(eng: LLMEngine, seqs: list[Sequence], n: int, repeats: int, advance: bool) -> tuple[float, float]:
-    """Median host and device seconds of `repeats` steps of `n` tokens per sequence, each run and sampled as
-    `LLMEngine.step` does; `advance` appends the sampled tokens (decode), else the same step repeats (prefill)."""
+def _time_step(eng: LLMEngine, seqs: list[Sequence], n: int, repeats: int, advance: bool,
+               span_s: float = 0.0) -> tuple[float, float]:
+    """Median host and device seconds of `repeats` steps of `n` tokens per sequence, or of more until they span
+    `span_s` seconds (at most GRAPH_MAX_REPEATS), each run and sampled as `LLMEngine.step` does; `advance` appends
+    the sampled tokens (decode), else the same step repeats (prefill)."""
     times, device = [], []
-    for _ in range(repeats):
+    while len(times) < repeats or (sum(times) < span_s and len(times) < GRAPH_MAX_REPEATS):
         seconds, sampled = eng.execute([Scheduled(s, n) for s in seqs])
         times.append(seconds)
         device.append(eng.last_device_seconds)
@@ -66,11 +68,16 @@ def _time_step(eng: LLMEngine, seqs: list[Sequence], n: int, repeats: int, advan
 # ticks, so a burst of a shared machine moves it little, while repeating the largest points dominated the quick
 # grid's time (docs/engine.md).
 LONG_STEP_S = 0.3
+# A decode step replayed as a CUDA graph (~1 ms on an H200) is repeated until its steps span GRAPH_SPAN_S, up to
+# GRAPH_MAX_REPEATS: three such steps, moved by host jitter, disagreed by up to 25% between neighbouring grid points
+# of one calibration (docs/calibration.md, "NVIDIA H200"), where an eager or CPU step of tens of ms does not.
+GRAPH_SPAN_S = 0.02
+GRAPH_MAX_REPEATS = 24
 
 
 def measure(eng: LLMEngine, phase: str, batch: int, context: int, new_tokens: int, repeats: int = 3) -> float:
-    """Median host seconds of `repeats` steps (one, if the warm-up step took LONG_STEP_S or more); the engine's
-    cache is released afterwards."""
+    """Median host seconds of `repeats` steps (one, if the warm-up step took LONG_STEP_S or more; more for a decode
+    step replayed as a CUDA graph, GRAPH_SPAN_S); the engine's cache is released afterwards."""
     return measure_both(eng, phase, batch, context, new_tokens, repeats)[0]
 
 
@@ -79,10 +86,13 @@ def measure_both(eng: LLMEngine, phase: str, batch: int, context: int, new_token
     """`measure`'s host seconds, the device seconds of the same steps (CUDA events; the host's on the CPU) and the
     mode the steps ran in (graphs / static / eager)."""
     n = new_tokens if phase == "prefill" else 1
-    seqs = _prime(eng, batch, context, n, context + n * (1 if phase == "prefill" else repeats + 2))
+    steps = max(repeats, GRAPH_MAX_REPEATS) if eng.device.type == "cuda" else repeats  # decode tokens to hold
+    seqs = _prime(eng, batch, context, n, context + n * (1 if phase == "prefill" else steps + 2))
     try:
         warm, _ = _time_step(eng, seqs, n, 1, advance=phase == "decode")  # allocator, kernels, graph capture
-        host, device = _time_step(eng, seqs, n, 1 if warm >= LONG_STEP_S else repeats, advance=phase == "decode")
+        span = GRAPH_SPAN_S if eng.last_mode == "graphs" else 0.0
+        host, device = _time_step(eng, seqs, n, 1 if warm >= LONG_STEP_S else repeats, advance=phase == "decode",
+                                  span_s=span)
         return host, device, eng.last_mode
     finally:
         for s in seqs:
