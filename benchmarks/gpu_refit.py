@@ -8,9 +8,10 @@
 
 Each run folder holds what `benchmarks/cuda_calibrate.sh` wrote on the GPU: the calibrated card
 (`calibrated-<card>.yaml`, every measured step in `calibration.measurements`), `validate_quick.json` (validate's
-default engine shapes, served for real) and `engine_<model>_b<batch>.json` (whole cards served by the engine). The steps are refitted two ways: one launch
-cost for every step, and the launches of CUDA-graph-replayed decode steps fitted apart (`graph_kernel_overhead_s`,
-what `calibrate` does now); then the validate points and the whole-card runs are predicted from each fit.
+default engine shapes, served for real) and `engine_<model>_b<batch>.json` (whole cards served by the engine). The
+steps are refitted two ways: one launch cost for every step, and the launches of CUDA-graph-replayed decode steps
+fitted apart (`graph_kernel_overhead_s`, what `calibrate` does now); then the validate points and the whole-card
+runs are predicted from each fit.
 """
 
 from __future__ import annotations
