@@ -130,7 +130,10 @@ CAUSES = """## Systematic causes found in the residuals
 - **Ollama is slower than llama.cpp's kernels on the same cards.** Through its OpenAI endpoint (gparemsky, R020-R063)
   Ollama decodes 13-33% below the llama.cpp-kernel prediction on an RTX 4090, A100 and RTX A6000, and its MoE
   prompts (qwen3-30b-a3b, gpt-oss-120b) run at 15-30% of the dense-kernel rate; dense prompts match. Its own rows are
-  never fitted on, so this shows as Ollama's bias.
+  never fitted on, so this shows as Ollama's bias. Those families ran on Ollama's own Go engine over the same ggml
+  kernels from v0.11.0 (gpt-oss) and v0.12.2 (qwen3moe) until v0.30.0 made upstream llama-server its only GGUF
+  engine (ollama PR #16031), and Ollama's issues report its MoE prompts slower there (#12037, #12504); no row states
+  its version, so the profile keeps llama.cpp's kernels (its `uncertain` entry lists the families and versions).
 - **llama.cpp's matrix-vector kernels cannot fill an HBM bus.** Its decode on A100s and H100 PCIe (XiongjieDai,
   May 2024) ran 27-48% below a prediction that on GeForce cards of the same rows is within a few percent, and the
   gap tracks bandwidth per SM: 8-11 GB/s per SM on GeForce cards, 17-19 on the A100 and H100 PCIe. MMVQ keeps a
