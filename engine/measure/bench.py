@@ -69,8 +69,9 @@ def _time_step(eng: LLMEngine, seqs: list[Sequence], n: int, repeats: int, advan
 # grid's time (docs/engine.md).
 LONG_STEP_S = 0.3
 # A decode step replayed as a CUDA graph (~1 ms on an H200) is repeated until its steps span GRAPH_SPAN_S, up to
-# GRAPH_MAX_REPEATS: three such steps, moved by host jitter, disagreed by up to 25% between neighbouring grid points
-# of one calibration (docs/calibration.md, "NVIDIA H200"), where an eager or CPU step of tens of ms does not.
+# GRAPH_MAX_REPEATS: the median of three such steps disagreed by up to 25% between neighbouring grid points of one
+# calibration, in CUDA-event time as in host time (docs/calibration.md, "NVIDIA H200"); an eager or CPU step of tens
+# of ms keeps its three.
 GRAPH_SPAN_S = 0.02
 GRAPH_MAX_REPEATS = 24
 
