@@ -46,8 +46,7 @@ for step in $STEPS; do
     graphs) run graphs 90 python3 benchmarks/cuda_graphs.py --skip-calibrate ;;
     partitions) run partitions 120 python3 benchmarks/decode_partitions.py ;;
     serving) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"
-      run serving 75 python3 benchmarks/serving_whole.py --cut
-      run serving_whole 100 python3 benchmarks/serving_whole.py ;;
+      run serving 75 python3 benchmarks/serving_whole.py --cut ;&  # then the GPU's spec, below
     serving_whole) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"
       run serving_whole 100 python3 benchmarks/serving_whole.py ;;
     whole) export ROOFLINE_HOME="$WORK/${CARD_DIR:-quick}"

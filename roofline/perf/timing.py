@@ -52,7 +52,8 @@ def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num, gemv_share
     faster than the card's compute units can draw (`gemv_unit_bandwidth_bytes_per_s` each), the attention core's KV
     reads at `memory_kv`, elementwise activation passes at `memory_act`, everything else at `memory` (each kernel
     kind reaches its own fraction of the bus), an activation function's pass slowed by its measured
-    `activation_cost`. A MoE op's matrix-vector share is `gemv_share` where the caller has it (`expert_gemv_share`)."""
+    `activation_cost`. A MoE op's experts stream at `memory_gemv` for their matrix-vector share `gemv_share`
+    (`expert_gemv_share`; None: not a MoE op)."""
     full = hw.memory.bandwidth_bytes_per_s
     if op.elementwise:
         act = eff.memory if eff.memory_act is None else eff.memory_act
@@ -62,9 +63,8 @@ def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num, gemv_share
     gemv = gemv_bandwidth(hw, eff)
     if not op.gemm or gemv == full * eff.memory:
         return full * eff.memory
-    if op.routing is not None:  # MoE: experts that see at most gemv_max_tokens tokens run matrix-vector kernels
-        share = expert_gemv_share(op, eff, tokens) if gemv_share is None else gemv_share
-        return share * gemv + (1 - share) * full * eff.memory
+    if gemv_share is not None:  # MoE: experts that see at most gemv_max_tokens tokens run matrix-vector kernels
+        return gemv_share * gemv + (1 - gemv_share) * full * eff.memory
     return np.where(np.asarray(tokens) <= eff.gemv_max_tokens, gemv, full * eff.memory)
 
 
@@ -111,7 +111,7 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
             op = concentrated_routing(op, eff.routing_concentration, tokens, sequences)
         moved = op.bytes + score_bytes(op, hw, eff)
         # the matrix-vector share of a MoE op's experts, once for both bandwidth and the cost per expert
-        share = expert_gemv_share(op, eff, tokens) if op.routing is not None and eff.expert_gemm_overhead_s else None
+        share = expert_gemv_share(op, eff, tokens) if op.routing is not None else None
         c, m = compute_seconds(op, hw, eff, tokens), moved / bandwidth(op, hw, eff, tokens, share)
         limited = np.maximum(c, m) * op.count
         ovh = launches(op, eff) * kernel_s + expert_gemm_seconds(op, eff, share)
