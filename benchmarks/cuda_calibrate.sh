@@ -6,15 +6,17 @@
 #
 # On an H100 "graphs quick whole serving" with WHOLE_MODELS=llama-3.1-8b took 4-5 minutes (30 s, 100-118 s, 45 s,
 # 60 s); "quick serving whole" with two whole models 4 min 10 s; on an H200 "quick serving_whole partitions whole"
-# 5 min 24 s (161, 18, 42, 23 and 4 x 16-20 s); "datasheet" adds about 30 s and "full" about
+# 5 min 24 s (161, 18, 42, 23 and 4 x 16-20 s), with the whole-depth grid rows "quick serving_whole whole again"
+# 9 min (197, 19, 39, 4 x 16-24 and 197 s); "datasheet" adds about 30 s and "full" about
 # 5 minutes (docs/calibration.md). A fresh device machine lacks pydantic: carry its wheels.
 #
 # graphs: benchmarks/cuda_graphs.py's decode targets (CUDA graphs and eager); datasheet: validate on fresh engine
-# shapes with the bundled datasheet card (default efficiencies); quick / full: calibrate, then validate again with
-# the calibrated card; serving: validate --serving's two specs with every step logged (benchmarks/serving_whole.py:
-# the CPU's two-layer cut, then the GPU's whole qwen2.5-7b); serving_whole: the GPU's spec alone; whole: whole cards
-# run by the engine beside the calibrated prediction; partitions: decode steps under the split kernel's partition
-# policies (benchmarks/decode_partitions.py). Each step has its own time limit so one slow step cannot take the rest.
+# shapes with the bundled datasheet card (default efficiencies); quick / full: calibrate, then validate again with the
+# calibrated card; again: a second quick calibration on the same machine (into $WORK/again: the spread of two);
+# serving: validate --serving's two specs with every step logged (benchmarks/serving_whole.py: the CPU's two-layer
+# cut, then the GPU's whole qwen2.5-7b); serving_whole: the GPU's spec alone; whole: whole cards run by the engine
+# beside the calibrated prediction; partitions: decode steps under the split kernel's partition policies
+# (benchmarks/decode_partitions.py). Each step has its own time limit so one slow step cannot take the rest.
 # HW names the datasheet card where the GPU's name matches none (an H200 NVL: HW=h200).
 set -uo pipefail
 WORK=${WORK:-/tmp/roofline-cuda}
@@ -38,8 +40,9 @@ for step in $STEPS; do
   case $step in
     datasheet) ROOFLINE_HOME="$WORK/none" run validate_datasheet 150 $RL validate --hw "$HW" --engine-shapes --device cuda --dtype bf16 --json ;;
     quick) export ROOFLINE_HOME="$WORK/quick"
-      run calibrate_quick 200 $RL calibrate --device cuda --quick --json
+      run calibrate_quick 260 $RL calibrate --device cuda --quick --json
       run validate_quick 100 $RL validate --hw "$HW" --engine-shapes --device cuda --json ;;
+    again) ROOFLINE_HOME="$WORK/again" run calibrate_again 260 $RL calibrate --device cuda --quick --json ;;
     full) export ROOFLINE_HOME="$WORK/full"
       run calibrate_full 400 $RL calibrate --device cuda --json
       run validate_full 150 $RL validate --hw "$HW" --engine-shapes --device cuda --json ;;

@@ -48,10 +48,21 @@ def card_file(run: Path) -> Path:
 
 def refit(card_file: Path, st: CardStore, graphs_apart: bool) -> tuple[HardwareCard, dict]:
     data = yaml.safe_load(card_file.read_text())
+    return refit_records(stored_records(data["calibration"]), data, st, graphs_apart)
+
+
+def stored_records(cal: dict) -> list[StepRecord]:
+    """The steps a calibrated card's `calibration` section keeps."""
+    return [StepRecord.from_dict({k: v for k, v in m.items() if k not in ("split", "predicted_s")})
+            for m in cal["measurements"]]
+
+
+def refit_records(records: list[StepRecord], data: dict, st: CardStore,
+                  graphs_apart: bool = True) -> tuple[HardwareCard, dict]:
+    """Fit `records` as `calibrate` does, on the datasheet card the calibrated card `data` was made from, with its
+    measured figures; returns the refitted card and the fit's summary."""
     cal = data["calibration"]
     limits = {k: cal["values"][k] for k in LIMITS} if graphs_apart else None
-    records = [StepRecord.from_dict({k: v for k, v in m.items() if k not in ("split", "predicted_s")})
-               for m in cal["measurements"]]
     base = st.hardware(data["name"])
     eff, summary = fit_records(records, base, st, gemv_max_tokens=cal["values"].get("gemv_max_tokens"),
                                activation_cost=cal.get("activation_cost"), graph_limits=limits)

@@ -30,8 +30,9 @@ from roofline.sizing.reduce import reduce_card
 KEYS = ("ttft_p50_s", "ttft_p90_s", "itl_p50_s", "itl_p90_s", "output_tok_s")
 
 
-def replay(path: Path, hw: HardwareCard, st: CardStore) -> list[str]:
-    """Markdown rows: per trace, each metric's error re-simulated on `hw`, and the step-time ratio by kind."""
+def replay_errors(path: Path, hw: HardwareCard, st: CardStore) -> list[dict]:
+    """Per stored trace: each metric's error re-simulated on `hw` (KEYS), its name, and the simulated / measured - 1
+    of every logged step by kind."""
     d = json.loads(path.read_text())
     spec, rows = d["spec"], d["traces"]
     card = reduce_card(st.model(spec["model"]), spec["layers"], spec["vocab"])
@@ -41,12 +42,19 @@ def replay(path: Path, hw: HardwareCard, st: CardStore) -> list[str]:
     out = []
     for r in rows:
         predicted, _ = simulated(setup, trace(spec, rate), r["clients"])
-        err = errors(predicted, r["measured"])
-        kinds = {}
+        kinds: dict[str, list[float]] = {}
         for host_s, _device_s, mode, chunks in r["steps"].get("log", []):
             kinds.setdefault(step_kind(chunks), []).append(predicted_step_s(setup.timer, chunks) / host_s - 1)
-        steps = ", ".join(f"{k} {100 * float(np.median(v)):+.0f}% (n={len(v)})" for k, v in kinds.items())
-        out.append(f"| {path.parent.name}/{path.stem} | {r['trace']} | "
+        out.append({**errors(predicted, r["measured"]), "trace": r["trace"], "steps": kinds})
+    return out
+
+
+def replay(path: Path, hw: HardwareCard, st: CardStore) -> list[str]:
+    """Markdown rows: per trace, each metric's error re-simulated on `hw`, and the step-time ratio by kind."""
+    out = []
+    for err in replay_errors(path, hw, st):
+        steps = ", ".join(f"{k} {100 * float(np.median(v)):+.0f}% (n={len(v)})" for k, v in err["steps"].items())
+        out.append(f"| {path.parent.name}/{path.stem} | {err['trace']} | "
                    + " | ".join(f"{err[k]:+.1f}%" for k in KEYS) + f" | {steps} |")
     return out
 

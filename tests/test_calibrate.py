@@ -83,16 +83,19 @@ def test_grid_runs_the_phases_each_model_names():
     assert len(points) == len(one_layer) * per_model + len(decode_only) * decode_points
 
 
-def test_a_gpu_quick_grid_adds_deeper_llama_rows_and_a_cpu_one_does_not():
+def test_a_gpu_quick_grid_adds_deeper_rows_and_a_cpu_one_does_not():
     from roofline.calibrate.grids import QUICK, grid_points, grid_spec
 
     assert grid_spec("quick", "cpu") == QUICK and grid_spec("smoke", "cuda")["models"] == grid_spec("smoke")["models"]
     cpu, gpu = (grid_points(grid_spec("quick", d)) for d in ("cpu", "cuda:0"))
     extra = [p for p in gpu if p not in cpu]
-    assert {(p["layers"], p["phase"]) for p in extra} == {(2, "prefill"), (4, "decode")}
-    assert {p["card"] for p in extra} == {"llama-3.1-8b"}
-    assert len(extra) == len(QUICK["prefill_contexts"]) * len(QUICK["prefill"]) \
-        + len(QUICK["contexts"]) * len(QUICK["decode_batches"])
+    cut = [p for p in extra if p["card"] == "llama-3.1-8b"]
+    assert {(p["layers"], p["phase"]) for p in cut} == {(2, "prefill"), (4, "decode")}
+    deep = [p for p in extra if p not in cut]  # a whole-depth card: both phases at every shape
+    assert {(p["card"], p["layers"]) for p in deep} == {("llama-3.2-3b", 28)}
+    prefill, decode = (len(QUICK["prefill_contexts"]) * len(QUICK["prefill"]),
+                       len(QUICK["contexts"]) * len(QUICK["decode_batches"]))
+    assert len(cut) == len(deep) == prefill + decode
 
 
 def test_engine_dtype_follows_the_measured_gemm_peaks():
@@ -127,6 +130,32 @@ def test_long_steps_are_timed_once_in_one_pass(monkeypatch):
     records = bench.run_grid(points, 64, "cpu", "fp32", passes=3)
     assert calls == [10, 200, 10, 10]  # the long point is not run again in passes 2 and 3
     assert [r.seconds for r in records] == [0.01, 2 * bench.LONG_STEP_S]
+
+
+@needs_torch
+def test_a_points_passes_are_a_whole_pass_apart(monkeypatch):
+    """Each pass walks every model before the next begins, so a slow spell of the host shorter than a pass moves no
+    point; each point keeps its faster pass, and an engine is built per model per pass."""
+    from roofline.engine.measure import bench
+
+    calls, built = [], []
+    slow = {("a", 0): 0.05, ("b", 1): 0.04}  # (card, pass) -> seconds: a slow spell over a's first pass, b's second
+
+    def fake_measure(eng, phase, batch, context, new_tokens, repeats):
+        seconds = slow.get((eng, len([c for c in calls if c == eng])), 0.01 * (1 + new_tokens / 100))
+        calls.append(eng)
+        return seconds, seconds, "eager"
+
+    def fake_engine(card, **kw):
+        built.append(card)
+        return card
+
+    monkeypatch.setattr(bench, "measure_both", fake_measure)
+    monkeypatch.setattr(bench, "LLMEngine", fake_engine)
+    points = [dict(card=c, layers=1, phase="prefill", batch=1, context=0, new_tokens=8) for c in ("a", "b")]
+    records = bench.run_grid(points, 64, "cpu", "fp32", passes=2)
+    assert calls == built == ["a", "b", "a", "b"]
+    assert [r.seconds for r in records] == [0.0108, 0.0108]
 
 
 @needs_torch

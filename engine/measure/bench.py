@@ -74,6 +74,9 @@ LONG_STEP_S = 0.3
 # of ms keeps its three.
 GRAPH_SPAN_S = 0.02
 GRAPH_MAX_REPEATS = 24
+# The grid's KV pool, at most (the engine sizes it from free memory below that): a GPU grid's whole-depth card holds
+# 32 decode sequences of 512 + 26 tokens, 2.0 GB for llama-3.2-3b's 28 layers in bf16 (114,688 bytes per token).
+GRID_KV_BYTES = {"cpu": 2e9, "cuda": 8e9}
 
 
 def measure(eng: LLMEngine, phase: str, batch: int, context: int, new_tokens: int, repeats: int = 3) -> float:
@@ -133,32 +136,42 @@ def run_grid(points: list[dict], vocab: int, device: str, dtype: str, advance=No
              repeats: int = 3, passes: int = 1, pass_log: dict | None = None,
              graphs: bool | None = None) -> list[StepRecord]:
     """Measure each grid point {card, layers, phase, batch, context, new_tokens}: the median of `repeats` steps after
-    a warm-up step (`measure`), in each of `passes` passes over a model's points; a point keeps its fastest pass (a
-    slow spell then has to recur at the same point on every pass to move it). One engine per card and layer count,
-    built once, one in memory at a time."""
+    a warm-up step (`measure`), in each of `passes` passes over the whole grid; a point keeps its fastest pass. A
+    point's passes are a whole pass apart, so a slow spell of the host has to last a pass to move it (eager GPU
+    steps are host-bound: docs/calibration.md, "NVIDIA H200, a whole-depth card"). One engine per card and layer
+    count at a time, built again in each pass."""
     by_model: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
         by_model.setdefault((p["card"], p["layers"]), []).append(i)
-    records = {}
-    for (card, layers), indices in by_model.items():
-        eng = LLMEngine(store.model(card) if store is not None else card, layers=layers, vocab=vocab, dtype=dtype,
-                        device=device, max_num_seqs=64, max_step_tokens=2048, max_kv_bytes=2e9, graphs=graphs)
-        for pass_ in range(passes):
-            for i in indices:
-                p = points[i]
-                if not pass_ or records[i].seconds < LONG_STEP_S:
-                    seconds, device_s, mode = measure_both(eng, p["phase"], p["batch"], p["context"],
-                                                           p["new_tokens"], repeats)
-                    if pass_log is not None:  # every pass's seconds per point: calibrate compares the passes
-                        pass_log.setdefault(i, []).append(seconds)
-                    if i not in records or seconds < records[i].seconds:
-                        records[i] = StepRecord(**p, vocab=vocab, dtype=dtype, seconds=seconds,
-                                                device_seconds=device_s, mode=mode, device=device,
-                                                device_name=device_name(device), torch=str(torch.__version__))
-                if advance:
+    records: dict[int, StepRecord] = {}
+    for pass_ in range(passes):
+        for (card, layers), indices in by_model.items():
+            todo = [i for i in indices if not pass_ or records[i].seconds < LONG_STEP_S]
+            if todo:
+                _measure_model(records, points, todo, store.model(card) if store is not None else card, layers,
+                               vocab, device, dtype, repeats, graphs, pass_log)
+            if advance:
+                for _ in indices:
                     advance()
-        del eng
     return [records[i] for i in range(len(points))]
+
+
+def _measure_model(records: dict, points: list[dict], todo: list[int], card, layers: int, vocab: int, device: str,
+                   dtype: str, repeats: int, graphs: bool | None, pass_log: dict | None) -> None:
+    """One pass over one model's points `todo`: each keeps its fastest pass in `records`; `pass_log` gets every
+    pass's seconds per point (calibrate compares the passes)."""
+    eng = LLMEngine(card, layers=layers, vocab=vocab, dtype=dtype, device=device, max_num_seqs=64,
+                    max_step_tokens=2048, graphs=graphs,
+                    max_kv_bytes=GRID_KV_BYTES["cuda" if device.startswith("cuda") else "cpu"])
+    for i in todo:
+        p = points[i]
+        seconds, device_s, mode = measure_both(eng, p["phase"], p["batch"], p["context"], p["new_tokens"], repeats)
+        if pass_log is not None:
+            pass_log.setdefault(i, []).append(seconds)
+        if i not in records or seconds < records[i].seconds:
+            records[i] = StepRecord(**p, vocab=vocab, dtype=dtype, seconds=seconds, device_seconds=device_s,
+                                    mode=mode, device=device, device_name=device_name(device),
+                                    torch=str(torch.__version__))
 
 
 def bench(cards: Iterable[str], layers: Iterable[int | None] = (None,), phases=("prefill", "decode"),

@@ -3,8 +3,9 @@
 Each `models` entry is a card, its first N layers and the phases it runs. One layer keeps the shapes exact and the
 run short; decode steps of a second layer let the fit tell a cost per layer from a cost per step (with one layer
 they are one unknown). A small vocabulary keeps the lm_head from dominating. `repeats`: steps per point (the median
-is kept); `passes`: passes over a model's points (each point keeps its fastest pass, so a slow spell of a shared
-machine has to recur at the same point on every pass to move it). Timings behind these choices: docs/calibration.md.
+is kept); `passes`: passes over the whole grid (each point keeps its fastest pass, so a slow spell of a shared
+machine has to last a pass, or recur at the same point on every pass, to move it). Timings behind these choices:
+docs/calibration.md.
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ GRIDS = {"quick": QUICK, "full": FULL, "smoke": SMOKE}
 # On a GPU the quick grid also runs llama-3.1-8b's prefill at two layers and its decode at four: one- and two-layer
 # steps there cannot tell a per-layer fixed cost (a replayed graph's kernel gaps) from a slow matrix-vector stream,
 # nor a prefill's per-layer launches from its per-step cost, and both extrapolate to 32 layers (docs/calibration.md,
-# "NVIDIA H100 with CUDA graphs": whole-card batch-1 ITL +78% from the quick grid). A few seconds of GPU time.
-GPU_EXTRA = {"quick": [("llama-3.1-8b", 2, ("prefill",)), ("llama-3.1-8b", 4, ("decode",))]}
+# "NVIDIA H100 with CUDA graphs": whole-card batch-1 ITL +78% from the quick grid). llama-3.2-3b at its whole depth
+# (28 layers, both phases): per-layer costs (eager launches, a replayed graph's kernel gaps) fitted on steps as deep
+# as the cards users predict; with them the served whole qwen2.5-7b's median error fell from 25-30% to 9-21% over
+# three fits ("NVIDIA H200, a whole-depth card"). About 35 s of GPU time.
+GPU_EXTRA = {"quick": [("llama-3.1-8b", 2, ("prefill",)), ("llama-3.1-8b", 4, ("decode",)), ("llama-3.2-3b", 28)]}
 
 
 def grid_spec(name: str, device: str = "cpu") -> dict:
