@@ -93,6 +93,7 @@ def test_a_gpu_quick_grid_adds_deeper_rows_and_a_cpu_one_does_not():
     assert {(p["layers"], p["phase"]) for p in cut} == {(2, "prefill"), (4, "decode")}
     deep = [p for p in extra if p not in cut]  # a whole-depth card: both phases at every shape
     assert {(p["card"], p["layers"]) for p in deep} == {("llama-3.2-3b", 28)}
+    assert STORE.model("llama-3.2-3b").architecture.num_layers == 28  # the card's whole depth
     prefill, decode = (len(QUICK["prefill_contexts"]) * len(QUICK["prefill"]),
                        len(QUICK["contexts"]) * len(QUICK["decode_batches"]))
     assert len(cut) == len(deep) == prefill + decode
