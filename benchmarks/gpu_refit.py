@@ -52,9 +52,8 @@ def refit(card_file: Path, st: CardStore, graphs_apart: bool) -> tuple[HardwareC
 
 
 def stored_records(cal: dict) -> list[StepRecord]:
-    """The steps a calibrated card's `calibration` section keeps."""
-    return [StepRecord.from_dict({k: v for k, v in m.items() if k not in ("split", "predicted_s")})
-            for m in cal["measurements"]]
+    """The steps a calibrated card's `calibration` section keeps (`from_dict` ignores `split`, `predicted_s`)."""
+    return [StepRecord.from_dict(m) for m in cal["measurements"]]
 
 
 def refit_records(records: list[StepRecord], data: dict, st: CardStore,

@@ -180,18 +180,18 @@ class Attention(nn.Module):
         t = x.shape[0]
         qkv = self.qkv(x)
         q_end, k_end = self.heads * self.head_dim, (self.heads + self.kv_heads) * self.head_dim
-        q = qkv[:, :q_end].view(t, self.heads, self.head_dim)
-        k = qkv[:, q_end:k_end].view(t, self.kv_heads, self.head_dim)
-        v = k if self.k_eq_v else qkv[:, k_end:].view(t, self.kv_heads, self.head_dim)
-        if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
         if self.rope is not None and self.q_norm is None:  # q and k side by side in qkv: rotated in one pass
             qk = self.rope.apply(qkv[:, :k_end].view(t, self.heads + self.kv_heads, self.head_dim), meta)
             q, k = qk[:, :self.heads], qk[:, self.heads:]
-        elif self.rope is not None:
-            q, k = self.rope.apply(q, meta), self.rope.apply(k, meta)
-        if self.k_eq_v:
-            v = k  # the cache keeps one tensor: values are the stored (normed, rotated) keys
+        else:
+            q = qkv[:, :q_end].view(t, self.heads, self.head_dim)
+            k = qkv[:, q_end:k_end].view(t, self.kv_heads, self.head_dim)
+            if self.q_norm is not None:
+                q, k = self.q_norm(q), self.k_norm(k)
+            if self.rope is not None:
+                q, k = self.rope.apply(q, meta), self.rope.apply(k, meta)
+        # k_eq_v: the cache keeps one tensor, values are the stored (normed, rotated) keys
+        v = k if self.k_eq_v else qkv[:, k_end:].view(t, self.kv_heads, self.head_dim)
         cache.write(meta.slots, k, v)
         out = paged_attention(q, k, v, cache, meta, self.scale, self.window)
         return self.o(out.reshape(t, self.heads * self.head_dim))
