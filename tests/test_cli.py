@@ -1,6 +1,7 @@
 """The CLI as a new user meets it: counts and fields in --json, and one clear line (exit 2) for bad input."""
 
 import json
+import re
 
 import pytest
 from conftest import run_cli
@@ -64,6 +65,15 @@ def test_show_commands_table_and_json():
     out = run_cli("models", "show", "llama3.1:8b", "--json")
     assert json.loads(out.stdout)["name"] == "llama-3.1-8b"
     assert "parameters by component" in run_cli("models", "show", "gpt-oss-20b").stdout
+
+
+def test_hw_show_states_units_as_datasheets_do():
+    """Integer peaks in TOPS, caches in the binary units device queries report (H100: 50 MiB, GTX 1080 Ti: 2,816 KiB)."""
+    h100 = run_cli("hw", "show", "h100").stdout
+    assert re.search(r"peak int8 +│ 1,978.9 TOPS dense · ridge [\d,]+ op/byte", h100)
+    assert re.search(r"peak bf16 +│ [\d,.]+ TFLOP/s dense", h100)
+    assert re.search(r"L2 cache +│ 50 MiB", h100)
+    assert re.search(r"L2 cache +│ 2.75 MiB", run_cli("hw", "show", "gtx-1080-ti").stdout)
 
 
 def test_formats_json():

@@ -39,6 +39,14 @@ def _choice(option: str, value: str | None, allowed: set[str]) -> str | None:
     return value and value.lower()
 
 
+def cache_label(n_bytes: float | None) -> str | None:
+    """A cache size as vendors state it: '32 MiB' where it is a whole number of KiB (device queries and datasheets
+    count caches in binary units), else MB."""
+    if not n_bytes:
+        return None
+    return f"{n_bytes / 2**20:g} MiB" if n_bytes % 2**10 == 0 else f"{n_bytes / 1e6:g} MB"
+
+
 @app.command("list", help="All hardware cards (bundled, user directory, --cards), or those matching a query.")
 def list_(query: Annotated[str | None, typer.Argument(help="Words every listed card's name, an alias or its "
                                                          "description must contain, e.g. '4070' or 'm3 max'.")] = None,
@@ -86,11 +94,12 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias or path to a
             rows.append(("unified memory", f"yes; OS/CPU keep {gb(m.reserved_bytes)} GB, GPU can use {gb(m.usable_bytes)} GB"))
         for dtype, peak in card.peak_flops.as_dict().items():
             ridge = peak / m.bandwidth_bytes_per_s
-            rows.append((f"peak {dtype}", f"{tflops(peak)} TFLOP/s dense · ridge {ridge:,.0f} FLOP/byte"))
+            unit, op = ("TOPS", "op") if dtype.startswith("int") else ("TFLOP/s", "FLOP")
+            rows.append((f"peak {dtype}", f"{tflops(peak)} {unit} dense · ridge {ridge:,.0f} {op}/byte"))
         if ic.kind != "none":
             rows.append(("interconnect", f"{ic.kind} {gb(ic.bandwidth_bytes_per_s_per_direction)} GB/s per direction, "
                                           f"{ic.latency_s * 1e6:g} us, {ic.gpus_per_node} GPUs/node"))
-        for label, value in (("compute units", card.compute_units), ("L2 cache", card.l2_cache_bytes and f"{card.l2_cache_bytes / 1e6:g} MB"),
+        for label, value in (("compute units", card.compute_units), ("L2 cache", cache_label(card.l2_cache_bytes)),
                              ("power", card.power_watts and f"{card.power_watts:g} W"),
                              ("price", card.price_usd and f"${card.price_usd:,.0f}"),
                              ("cloud price",
