@@ -17,6 +17,7 @@ from roofline.cards.schema import first_problem
 from roofline.errors import CardError, RooflineError
 from roofline.importers.hf_families import (
     _FAMILIES,
+    _FAMILY_ALIASES,
     _FAMILY_DEFAULTS,
     SUPPORTED_MODEL_TYPES,
 )
@@ -129,13 +130,13 @@ _NESTED_TEXT = ("gemma3", "llama4")
 
 def _text_fields(config: dict, model_type: str, source: str) -> _Fields:
     """Gemma 3 and Llama 4 (multimodal) nest the decoder's fields under `text_config`; the rest are flat."""
-    defaults = _FAMILY_DEFAULTS.get(model_type)
+    defaults, aliases = _FAMILY_DEFAULTS.get(model_type), _FAMILY_ALIASES.get(model_type)
     if model_type in _NESTED_TEXT and "text_config" in config:
         text = config["text_config"]
         if not isinstance(text, dict):
             raise CardError(source, "", "'text_config' must be a mapping of the text model's fields")
-        return _Fields(text, source, prefix="text_config.", defaults=defaults)
-    return _Fields(config, source, defaults=defaults)
+        return _Fields(text, source, prefix="text_config.", defaults=defaults, aliases=aliases)
+    return _Fields(config, source, defaults=defaults, aliases=aliases)
 
 
 def card_from_config(config: dict, name: str | None = None, source: str = "config.json") -> ModelCard:

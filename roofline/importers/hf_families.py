@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
-from roofline.importers.hf_fields import _MISSING, _Fields
+from roofline.importers.hf_fields import _Fields
 from roofline.importers.hf_parts import (
     _NEMOTRON_BLOCKS,
     BAMBA_MAMBA_KEYS,
@@ -25,53 +25,8 @@ from roofline.importers.hf_parts import (
     _rope,
     _sliding,
 )
-from roofline.importers.hf_pattern import _pattern
-
-
-def _decoder(c: _Fields, *, mixers: list[str], ffns: list[str], attention: dict | None, ffn: dict | None,
-             moe: dict | None = None, mla: dict | None = None, mamba2: dict | None = None,
-             rope: dict | None = None, tie_default: bool = False, norms_per_layer: int = 2,
-             max_context_default: Any = _MISSING, mtp_layers: int = 0) -> dict:
-    """The shared architecture: vocab, hidden, layers, context, tying, and the per-layer pattern."""
-    pattern, custom, first_dense = _pattern(mixers, ffns, moe is not None)
-    if moe is not None:
-        moe = {**moe, "first_dense_layers": first_dense}
-    if "dense" not in ffns:
-        ffn = None  # MoE-only models: `intermediate_size` is the expert width or unused
-    return {
-        "vocab_size": c.int("vocab_size"),
-        "hidden_size": c.int("hidden_size"),
-        "num_layers": len(mixers),
-        "attention": attention,
-        "mla": mla,
-        "ffn": ffn,
-        "moe": moe,
-        "mamba2": mamba2,
-        "tie_embeddings": c.bool("tie_word_embeddings", tie_default),
-        "max_context": c.int("max_position_embeddings", default=max_context_default),
-        "rope": rope,
-        "norms_per_layer": norms_per_layer,
-        "layer_pattern": pattern,
-        "layer_types": custom,
-        "mtp_layers": mtp_layers,
-    }
-
-
-def _dense_family(c: _Fields, *, sliding=None, qkv_bias=None, qk_norm=False, default_theta=10000.0,
-                  norms_per_layer=2, tie_default=False, max_context_default: Any = _MISSING) -> dict:
-    n = _num_layers(c)
-    flags, window = _sliding(c, n, sliding)
-    return _decoder(
-        c,
-        mixers=["sliding" if s else "full" for s in flags],
-        ffns=["dense"] * n,
-        attention=_attention(c, qkv_bias=qkv_bias, qk_norm=qk_norm, window=window),
-        ffn=_ffn(c),
-        rope=_rope(c, default_theta),
-        norms_per_layer=norms_per_layer,
-        tie_default=tie_default,
-        max_context_default=max_context_default,
-    )
+from roofline.importers.hf_classic import _bloom, _falcon, _gpt2, _gpt_neox, _opt, _starcoder2
+from roofline.importers.hf_decoder import _decoder, _dense_family
 
 
 def _llama(c: _Fields, notes: list[str]) -> dict:
@@ -116,6 +71,50 @@ def _olmo2(c: _Fields, notes: list[str]) -> dict:
     return _dense_family(c, qk_norm=True, default_theta=10000.0)
 
 
+def _gemma2(c: _Fields, notes: list[str]) -> dict:
+    """Gemma 2: sliding and global layers alternate (layer 0 slides), four norms per layer, tied embeddings, GeGLU;
+    the attention and final logit soft-caps are scalars."""
+    return _dense_family(c, sliding=_alternating_sliding, default_theta=10000.0, norms_per_layer=4, tie_default=True)
+
+
+def _cohere(c: _Fields, notes: list[str]) -> dict:
+    """Command R / R+: attention and MLP in parallel off one LayerNorm (no bias), tied embeddings; Cohere 2
+    (Command R7B, Command A) adds 3 sliding : 1 global layers (`sliding_window_pattern`) whose global layers skip
+    RoPE. R+'s `use_qk_norm` LayerNorms are [heads, head_dim]; counted per head."""
+    return _dense_family(c, sliding=_gemma_sliding if c.has("sliding_window_pattern") else None,
+                         qk_norm=c.bool("use_qk_norm", False), norms_per_layer=1, tie_default=True)
+
+
+def _glm4(c: _Fields, notes: list[str]) -> dict:
+    """GLM-4-0414: q/k/v bias from `attention_bias` (o_proj has none), norms before and after attention and MLP
+    (four per layer), partial rotary."""
+    arch = _dense_family(c, norms_per_layer=4)
+    arch["attention"]["o_bias"] = False
+    return arch
+
+
+def _seed_oss(c: _Fields, notes: list[str]) -> dict:
+    """Seed-OSS: q/k/v bias from `attention_bias`, o_proj bias from `attention_out_bias`."""
+    arch = _dense_family(c)
+    arch["attention"]["o_bias"] = c.bool("attention_out_bias", False)
+    return arch
+
+
+def _exaone4_sliding(c: _Fields, n: int) -> list[bool]:
+    """EXAONE 4: `sliding_window_pattern` letters repeat over the layers, 'L' local and 'G' global ('LLLG')."""
+    pattern = c.str("sliding_window_pattern", default=None)
+    if not c.has("sliding_window") or not pattern:
+        return [False] * n
+    if set(pattern) - {"L", "G"}:
+        raise c.error("sliding_window_pattern", f"must be letters L (local) and G (global), got {pattern!r}")
+    return [pattern[i % len(pattern)] == "L" for i in range(n)]
+
+
+def _exaone4(c: _Fields, notes: list[str]) -> dict:
+    """EXAONE 4.0: QK-norm, norms after attention and MLP (two per layer), 3 local : 1 global layers."""
+    return _dense_family(c, sliding=_exaone4_sliding, qk_norm=True, default_theta=1_000_000.0)
+
+
 def _gemma3(c: _Fields, notes: list[str]) -> dict:
     """Gemma 3: 5 local : 1 global layers, QK-norm, four norms per layer, tied embeddings, GeGLU (tanh)."""
     arch = _dense_family(c, sliding=_gemma_sliding, qk_norm=True, default_theta=1_000_000.0, norms_per_layer=4,
@@ -124,12 +123,48 @@ def _gemma3(c: _Fields, notes: list[str]) -> dict:
     return arch
 
 
-def _mixtral(c: _Fields, notes: list[str]) -> dict:
+def _moe_family(c: _Fields, *, sliding=None, qk_norm=False, default_theta=10000.0) -> dict:
+    """Every layer MoE with experts `intermediate_size` wide (a shared expert where the config gives its width)."""
     n = _num_layers(c)
-    flags, window = _sliding(c, n, _every_layer_sliding)
+    flags, window = _sliding(c, n, sliding)
     return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=["moe"] * n,
-                    attention=_attention(c, window=window), ffn=None,
-                    moe=_moe(c, expert_size_keys=("intermediate_size",)), rope=_rope(c, 1_000_000.0))
+                    attention=_attention(c, qk_norm=qk_norm, window=window), ffn=None,
+                    moe=_moe(c, expert_size_keys=("intermediate_size",)), rope=_rope(c, default_theta))
+
+
+def _mixtral(c: _Fields, notes: list[str]) -> dict:
+    return _moe_family(c, sliding=_every_layer_sliding, default_theta=1_000_000.0)
+
+
+def _phimoe(c: _Fields, notes: list[str]) -> dict:
+    """Phi-3.5-MoE: Mixtral's shapes with biased q/k/v/o (`attention_bias`) and LayerNorms; the lm_head bias and the
+    LayerNorm biases (vocab + 2 x hidden per layer, < 0.01%) are not counted."""
+    notes.append("lm_head and LayerNorm biases not counted")
+    return _moe_family(c, sliding=_every_layer_sliding)
+
+
+def _olmoe(c: _Fields, notes: list[str]) -> dict:
+    """OLMoE: 64 small experts on every layer and QK-norm spanning all heads (counted per head, as for OLMo 2)."""
+    notes.append("q_norm/k_norm span all heads; counted as per-head QK-norm")
+    return _moe_family(c, qk_norm=True)
+
+
+def _granite_moe(c: _Fields, notes: list[str]) -> dict:
+    """Granite 3 MoE (and -shared: a `shared_intermediate_size` MLP beside the experts); the muP multipliers are
+    scalars, not weights."""
+    return _moe_family(c)
+
+
+def _qwen2_moe(c: _Fields, notes: list[str]) -> dict:
+    """Qwen1.5/Qwen2-MoE: Qwen2 attention (q/k/v bias), `moe_intermediate_size` experts plus one shared expert
+    `shared_expert_intermediate_size` wide behind a [hidden, 1] sigmoid gate (not counted); dense on mlp_only_layers."""
+    n = _num_layers(c)
+    flags, window = _sliding(c, n, _qwen_sliding)
+    ffns = _qwen3_moe_ffns(c, n)
+    notes.append("the shared expert's 1-output gate is not counted")
+    return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=ffns,
+                    attention=_attention(c, qkv_bias=True, window=window), ffn=_ffn(c) if "dense" in ffns else None,
+                    moe=_moe(c, expert_size_keys=("moe_intermediate_size",)), rope=_rope(c, 10000.0))
 
 
 def _qwen3_moe(c: _Fields, notes: list[str]) -> dict:
@@ -358,6 +393,45 @@ _FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
     "jamba": ("jamba", _jamba),
     "granitemoehybrid": ("granite", _granite_moe_hybrid),
     "falcon_h1": ("falcon", _falcon_h1),
+    "deepseek_v2": ("deepseek", _deepseek_v3),  # V3's MLA + MoE fields; greedy or group-limited routing
+    "qwen2_moe": ("qwen", _qwen2_moe),
+    "phimoe": ("phi", _phimoe),
+    "olmoe": ("olmo", _olmoe),
+    "granite": ("granite", _llama),  # Llama shapes; the muP multipliers are scalars
+    "granitemoe": ("granite", _granite_moe),
+    "granitemoeshared": ("granite", _granite_moe),
+    "smollm3": ("smollm", _llama),  # Llama shapes; every 4th layer skips RoPE (no_rope_layers), no weights
+    "gemma2": ("gemma", _gemma2),
+    "cohere": ("cohere", _cohere),
+    "cohere2": ("cohere", _cohere),
+    "glm4": ("glm", _glm4),
+    "seed_oss": ("seed", _seed_oss),
+    "exaone": ("exaone", _llama),  # EXAONE 3.x: Llama shapes under GPT-2 style names (num_layers)
+    "exaone4": ("exaone", _exaone4),
+    "falcon": ("falcon", _falcon),
+    "gpt_neox": ("gpt-neox", _gpt_neox),
+    "gpt2": ("gpt2", _gpt2),
+    "gptj": ("gpt-j", _gpt2),
+    "starcoder2": ("starcoder", _starcoder2),
+    "bloom": ("bloom", _bloom),
+    "opt": ("opt", _opt),
+    "internlm2": ("internlm", _llama),  # Llama shapes with fused wqkv / gate-up (the same weights)
+    "internlm3": ("internlm", _llama),
+    "baichuan": ("baichuan", _llama),  # Llama shapes with fused W_pack; the 13B's ALiBi has no weights
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
-_FAMILY_DEFAULTS = {"gemma3": GEMMA3_DEFAULTS, "gemma3_text": GEMMA3_DEFAULTS}
+# Config defaults (transformers' *Config class) for fields the released configs leave out.
+_FAMILY_DEFAULTS = {"gemma3": GEMMA3_DEFAULTS, "gemma3_text": GEMMA3_DEFAULTS,
+                    "falcon": {"max_position_embeddings": 2048}, "bloom": {"max_position_embeddings": 2048},
+                    "gpt_neox": {"attention_bias": True}}
+# transformers' attribute_map: a family's own config names for the standard fields
+_GPT2_NAMES = {"hidden_size": "n_embd", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
+               "max_position_embeddings": "n_positions"}
+_FAMILY_ALIASES = {
+    "gpt2": _GPT2_NAMES, "gptj": _GPT2_NAMES,
+    "falcon": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
+    "bloom": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head", "max_position_embeddings": "seq_length"},
+    "gpt_neox": {"rope_theta": "rotary_emb_base", "partial_rotary_factor": "rotary_pct"},
+    "exaone": {"num_hidden_layers": "num_layers"},
+    "baichuan": {"max_position_embeddings": "model_max_length"},
+}

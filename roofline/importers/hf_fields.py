@@ -19,17 +19,24 @@ _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp
 class _Fields:
     """Typed reads from one config mapping; a missing or mistyped field raises a one-line error naming it."""
 
-    def __init__(self, data: dict, source: str, prefix: str = "", defaults: dict | None = None):
+    def __init__(self, data: dict, source: str, prefix: str = "", defaults: dict | None = None,
+                 aliases: dict | None = None):
         self.data, self.source, self.prefix = data, source, prefix
         self.defaults = defaults or {}
+        self.aliases = aliases or {}  # a family's own names for standard fields (transformers' attribute_map)
         self.defaulted: list[str] = []  # family defaults used because the config left the field out
 
+    def _key(self, key: str) -> str:
+        """The name `key` goes by in this config: itself, else the family's alias (GPT-2's n_embd for hidden_size)."""
+        alias = self.aliases.get(key)
+        return alias if alias and self.data.get(key) is None and self.data.get(alias) is not None else key
+
     def has(self, key: str) -> bool:
-        return self.data.get(key) is not None
+        return self.data.get(self._key(key)) is not None
 
     def raw(self, key: str, default: Any = None) -> Any:
         if self.has(key):
-            return self.data[key]
+            return self.data[self._key(key)]
         if key in self.defaults:
             if f"{key}={self.defaults[key]}" not in self.defaulted:
                 self.defaulted.append(f"{key}={self.defaults[key]}")
@@ -37,7 +44,7 @@ class _Fields:
         return default
 
     def error(self, key: str, problem: str) -> CardError:
-        return CardError(self.source, "", f"'{self.prefix}{key}' {problem}")
+        return CardError(self.source, "", f"'{self.prefix}{self._key(key)}' {problem}")
 
     def _pick(self, keys: tuple[str, ...], default: Any) -> tuple[str, Any]:
         for key in keys:
@@ -45,7 +52,8 @@ class _Fields:
             if value is not _MISSING:
                 return key, value
         if default is _MISSING:
-            also = f" (also read as {', '.join(keys[1:])})" if len(keys) > 1 else ""
+            names = [name for key in keys for name in (key, self.aliases.get(key)) if name]
+            also = f" (also read as {', '.join(names[1:])})" if len(names) > 1 else ""
             raise CardError(self.source, "", f"missing '{self.prefix}{keys[0]}'{also}")
         return keys[0], default
 

@@ -40,17 +40,19 @@ def _attention(c: _Fields, *, qkv_bias: bool | None = None, qk_norm: bool = Fals
 
 
 _ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_tanh": "gelu_tanh",
-                "gelu": "gelu", "relu2": "relu2", "relu": "relu"}
+                "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh", "gelu": "gelu", "relu2": "relu2", "relu": "relu"}
 
 
 def _activation(c: _Fields, default: str = "silu") -> str:
-    act = c.str("hidden_act", "hidden_activation", "mlp_hidden_act", default=default)
+    act = c.str("hidden_act", "hidden_activation", "mlp_hidden_act", "activation_function", default=default)
     return _ACTIVATIONS.get(act, act)
 
 
-def _ffn(c: _Fields, gated: bool = True, activation: str | None = None) -> dict:
-    return {"intermediate_size": c.int("intermediate_size"), "activation": activation or _activation(c), "gated": gated,
-            "bias": c.bool("mlp_bias", False)}
+def _ffn(c: _Fields, gated: bool = True, activation: str | None = None, bias: bool | None = None,
+         width: int | None = None) -> dict:
+    """The dense MLP: `intermediate_size` wide unless `width` is given (GPT-2 style 4 x hidden)."""
+    return {"intermediate_size": width or c.int("intermediate_size"), "activation": activation or _activation(c),
+            "gated": gated, "bias": c.bool("mlp_bias", False) if bias is None else bias}
 
 
 _SCALING_KEYS = {"rope_type": "type", "original_max_position_embeddings": "original_max_position"}
@@ -127,7 +129,7 @@ def _gemma_sliding(c: _Fields, n: int) -> list[bool]:
 
 
 def _alternating_sliding(c: _Fields, n: int) -> list[bool]:
-    """gpt-oss default when `layer_types` is absent: sliding, full, sliding, ... (layer 0 sliding)."""
+    """gpt-oss and Gemma 2 when `layer_types` is absent: sliding, full, sliding, ... (layer 0 sliding)."""
     return [i % 2 == 0 for i in range(n)]
 
 
@@ -141,7 +143,11 @@ def _sliding(c: _Fields, n: int, fallback: _Layout | None) -> tuple[list[bool], 
         flags = fallback(c, n) if fallback else [False] * n
     if not any(flags):
         return flags, None
-    return flags, c.int("sliding_window")
+    window = c.int("sliding_window")
+    context = c.int("max_position_embeddings", default=None)
+    if context is not None and window >= context:  # Phi-4-mini: a window as long as the context never slides
+        return [False] * n, None
+    return flags, window
 
 
 # ------------------------------------------------------------------------------------------------ MoE, MLA, Mamba
@@ -150,13 +156,15 @@ def _sliding(c: _Fields, n: int, fallback: _Layout | None) -> tuple[list[bool], 
 def _moe(c: _Fields, *, expert_size_keys=("moe_intermediate_size", "intermediate_size"), gated: bool = True,
          expert_bias: bool = False, router_bias: bool = False) -> dict:
     experts = c.int("num_local_experts", "num_experts", "n_routed_experts")
+    shared = c.int("moe_shared_expert_intermediate_size", "shared_expert_intermediate_size", "shared_intermediate_size",
+                   default=None)
     return {
         "num_experts": experts,
         "experts_per_token": c.int("num_experts_per_tok", "experts_per_token"),
         "expert_intermediate_size": c.int(*expert_size_keys),
-        "num_shared_experts": c.int("n_shared_experts", default=0),
-        "shared_expert_intermediate_size": c.int("moe_shared_expert_intermediate_size",
-                                                 "shared_expert_intermediate_size", default=None),
+        # a shared width without a count (Qwen2-MoE, Granite-MoE-shared) is one shared expert that wide
+        "num_shared_experts": c.int("n_shared_experts", default=1 if shared else 0),
+        "shared_expert_intermediate_size": shared,
         "gated": gated,
         "expert_bias": expert_bias,
         "router_bias": router_bias,

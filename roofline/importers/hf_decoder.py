@@ -1,0 +1,56 @@
+"""The dense-decoder architecture every config.json family builds on: vocab, hidden, layers, context, tying and
+the per-layer pattern."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.importers.hf_fields import _MISSING, _Fields
+from roofline.importers.hf_parts import _attention, _ffn, _num_layers, _rope, _sliding
+from roofline.importers.hf_pattern import _pattern
+
+
+def _decoder(c: _Fields, *, mixers: list[str], ffns: list[str], attention: dict | None, ffn: dict | None,
+             moe: dict | None = None, mla: dict | None = None, mamba2: dict | None = None,
+             rope: dict | None = None, tie_default: bool = False, norms_per_layer: int = 2,
+             max_context_default: Any = _MISSING, mtp_layers: int = 0) -> dict:
+    """The shared architecture: vocab, hidden, layers, context, tying, and the per-layer pattern."""
+    pattern, custom, first_dense = _pattern(mixers, ffns, moe is not None)
+    if moe is not None:
+        moe = {**moe, "first_dense_layers": first_dense}
+    if "dense" not in ffns:
+        ffn = None  # MoE-only models: `intermediate_size` is the expert width or unused
+    return {
+        "vocab_size": c.int("vocab_size"),
+        "hidden_size": c.int("hidden_size"),
+        "num_layers": len(mixers),
+        "attention": attention,
+        "mla": mla,
+        "ffn": ffn,
+        "moe": moe,
+        "mamba2": mamba2,
+        "tie_embeddings": c.bool("tie_word_embeddings", tie_default),
+        "max_context": c.int("max_position_embeddings", default=max_context_default),
+        "rope": rope,
+        "norms_per_layer": norms_per_layer,
+        "layer_pattern": pattern,
+        "layer_types": custom,
+        "mtp_layers": mtp_layers,
+    }
+
+
+def _dense_family(c: _Fields, *, sliding=None, qkv_bias=None, qk_norm=False, default_theta=10000.0,
+                  norms_per_layer=2, tie_default=False, max_context_default: Any = _MISSING) -> dict:
+    n = _num_layers(c)
+    flags, window = _sliding(c, n, sliding)
+    return _decoder(
+        c,
+        mixers=["sliding" if s else "full" for s in flags],
+        ffns=["dense"] * n,
+        attention=_attention(c, qkv_bias=qkv_bias, qk_norm=qk_norm, window=window),
+        ffn=_ffn(c),
+        rope=_rope(c, default_theta),
+        norms_per_layer=norms_per_layer,
+        tie_default=tie_default,
+        max_context_default=max_context_default,
+    )
