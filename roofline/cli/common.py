@@ -12,6 +12,7 @@ from roofline.cards.units import QuantityError, parse_tokens
 from roofline.errors import RooflineError, UnknownNameError
 from roofline.importers import open_store
 from roofline.perf.efficiency import Efficiency, check_runtime_supports, expected_efficiency
+from roofline.perf.workload import MAX_COUNT
 
 if TYPE_CHECKING:
     from roofline.cards.runtime import RuntimeChoice
@@ -136,4 +137,6 @@ def int_list(option: str, text: str) -> list[int]:
         raise RooflineError(f"{option}: {text!r} is not a comma-separated list of integers like 1,4,8,16") from None
     if not values or min(values) <= 0:
         raise RooflineError(f"{option}: values must be positive integers, got {text!r}")
+    if max(values) > MAX_COUNT:
+        raise RooflineError(f"{option}: values must be at most {MAX_COUNT:,}, got {max(values):,}")
     return sorted(set(values))

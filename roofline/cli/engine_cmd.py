@@ -14,7 +14,7 @@ from roofline.cli.output import Column, emit, table
 from roofline.engine import load
 from roofline.errors import RooflineError
 from roofline.perf.request import predict
-from roofline.perf.workload import make_workload
+from roofline.perf.workload import check_context, make_workload
 from roofline.sizing.reduce import reduce_card
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
@@ -34,13 +34,21 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
         eager: Annotated[bool, typer.Option("--eager", help="Decode eagerly (no static buffers / CUDA graphs).")] = False,
         tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel processes (gloo on the CPU, NCCL on GPUs).")] = 1,
         as_json: JsonOpt = False, cards: CardsOpt = None):
-    eng_mod = load()
-    engine, bench, dev, EngineError = eng_mod.engine, eng_mod.bench, eng_mod.device, eng_mod.EngineError
     st = store(cards)
-    card = reduce_card(st.model(model), layers, vocab)
+    full_card = st.model(model)
+    if vocab is not None and vocab > full_card.architecture.vocab_size:
+        raise RooflineError(f"--vocab {vocab:,}: more than {full_card.name}'s {full_card.architecture.vocab_size:,} "
+                            "tokens; give a smaller vocabulary or drop --vocab")
+    card = reduce_card(full_card, layers, vocab)
     p, o = tokens("--prompt", prompt), tokens("--output", output)
     if batch <= 0 or tp <= 0:
         raise RooflineError(f"--batch and --tp: must be > 0, got {batch} and {tp}")
+    if o < 2:
+        raise RooflineError("--output: the engine times the gaps between output tokens; give at least 2")
+    check_context(card.architecture.max_context, card.name, make_workload(prompt_tokens=p, output_tokens=o,
+                                                                         batch=batch))
+    eng_mod = load()
+    engine, bench, dev, EngineError = eng_mod.engine, eng_mod.bench, eng_mod.device, eng_mod.EngineError
     try:
         if weights not in (None, "int8", "int4"):
             raise RooflineError(f"--weights {weights}: use int8 or int4")

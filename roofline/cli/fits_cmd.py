@@ -71,9 +71,8 @@ def fits_cmd(
     if runtime is not None and runtime_memory is None and _is_bytes(runtime):
         runtime, runtime_memory = None, runtime  # `--runtime 2GB`: the overhead, as before --runtime-memory existed
     choice = runtime_choice(st, runtime)
-    if concurrency <= 0:
-        raise RooflineError(f"--concurrency: must be > 0, got {concurrency}")
-    wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), batch=concurrency, tp=gpus, pp=pp)
+    wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), batch=concurrency, tp=gpus, pp=pp,
+                       flags={"batch": "--concurrency"})
     for label, value in (("--block-tokens", block_tokens), ("--max-step-tokens", max_step_tokens)):
         if value is not None and value <= 0:
             raise RooflineError(f"{label}: must be > 0, got {value}")

@@ -132,14 +132,16 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to 
 def import_(path: Annotated[Path, typer.Argument(help="A config.json, a .gguf file or a safetensors checkpoint folder.")],
             name: Annotated[Optional[str], typer.Option("--name", help="Card name (default: from the file).")] = None,
             force: Annotated[bool, typer.Option("--force", help="Overwrite an existing card of that name.")] = False,
-            out_dir: Annotated[Optional[Path], typer.Option("--to", help="Card directory (default: $ROOFLINE_HOME).")] = None,
+            out_dir: Annotated[Optional[str], typer.Option("--to", help="Card directory (default: $ROOFLINE_HOME).")] = None,
             as_json: JsonOpt = False):
     from roofline.importers import import_model
     from roofline.importers.config_json import card_name
 
     if name is not None:
         card_name(name)  # before anything is read or written
-    directory = check_output_dir((out_dir or user_dir()) / "models", "--to")
+    if out_dir is not None and not out_dir.strip():  # '' would be the current directory
+        raise RooflineError("--to: empty path; name a card directory, or drop --to for $ROOFLINE_HOME")
+    directory = check_output_dir((Path(out_dir) if out_dir else user_dir()) / "models", "--to")
     card = import_model(path, name=name)
     target = directory / f"{card.name}.yaml"
     if (target.exists() or target.is_symlink()) and not force:

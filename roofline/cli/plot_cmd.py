@@ -99,7 +99,8 @@ def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="H
     card = st.model(model)
     choice = runtime_choice(st, runtime)
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
-    wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus)
+    wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus,
+                       flags={"batch": "--concurrency"})
     for h in hws:
         check_parallel(card, h, wl.tp, wl.pp)
         runtime_efficiency(choice, card, h, wl)  # the runtime runs this hardware and these formats

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -35,6 +36,10 @@ SloOpt = Annotated[Optional[float], typer.Option(help="SLO in seconds.")]
 DISTS = ("ttft_s", "itl_s", "tpot_s", "e2e_s", "queue_wait_s")
 LABELS = {"ttft_s": "TTFT", "itl_s": "ITL (every gap)", "tpot_s": "TPOT (per request)", "e2e_s": "end-to-end",
           "queue_wait_s": "queue wait"}
+# What one simulation may hold: each replica keeps its KV pool's block table (about 50 bytes a block), and the
+# least_tokens and prefix routers look at every replica for each request
+MAX_REPLICAS = 1024
+MAX_POOL_BLOCKS = 20_000_000  # about 1 GB
 
 
 def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt, output, burstiness, slo_ttft,
@@ -47,11 +52,14 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     card, hwc = st.model(model), st.hardware(hw)
     choice = runtime_choice(st, runtime)
     wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
-    if network_gbps is not None and not network_gbps > 0:
-        raise RooflineError(f"--network-gbps: must be > 0, got {network_gbps}")
+    if network_gbps is not None and not 0 < network_gbps < math.inf:
+        raise RooflineError(f"--network-gbps: must be a finite number > 0, got {network_gbps}")
+    if network_gbps is not None and not disagg:
+        raise RooflineError("--network-gbps sets the KV hand-off rate of --disagg P:D; add --disagg or drop it")
     eff = runtime_efficiency(choice, card, hwc, wl)
     fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp), replicas, router.replace("-", "_"),
                         parse_disagg(disagg), network_gbps * 1e9 / 8 if network_gbps else None, eff=eff)
+    check_fleet_size(fleet, f"--disagg {disagg}" if disagg else f"--replicas {replicas:,}")
     trace_path = Path(trace) if trace else None
     prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
     with progress("simulating requests", None if trace else requests) as advance:
@@ -60,6 +68,16 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     result.extra.update(model=card.name, hardware=hwc.name, quant=wl.quant or "native", kv_quant=wl.kv_quant, tp=wl.tp,
                         pp=wl.pp, efficiency_source=fleet.setup.eff.source)
     return result
+
+
+def check_fleet_size(fleet, option: str) -> None:
+    """One line and exit 2 for a fleet whose replicas one simulation cannot hold (memory) or route (time)."""
+    n = fleet.replicas + fleet.prefill_replicas
+    blocks = n * fleet.setup.num_blocks
+    if n > 1 and (n > MAX_REPLICAS or blocks > MAX_POOL_BLOCKS):
+        most = max(1, min(MAX_REPLICAS, MAX_POOL_BLOCKS // fleet.setup.num_blocks))
+        raise RooflineError(f"{option}: {n:,} replicas of {fleet.setup.num_blocks:,} KV blocks each are more than one "
+                            f"simulation holds; simulate at most {most:,} replicas, with the load scaled to them")
 
 
 def serve_cmd(
@@ -134,6 +152,8 @@ def capacity_cmd(
     card = st.model(model)
     choice = runtime_choice(st, runtime)
     hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
+    if not hws:
+        raise RooflineError("capacity needs at least one --hw card (comma-separated for several)")
     prices = cap.parse_prices(usd_per_gpu_hour, hws)
     prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
     jobs = sum(len(cap.candidates(card, h, choice)) for h in hws)

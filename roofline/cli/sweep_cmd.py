@@ -64,7 +64,7 @@ def sweep_cmd(
     levels = int_list("--concurrency", concurrency)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp,
-                       batch=max(levels))
+                       batch=max(levels), flags={"batch": "--concurrency"})
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)

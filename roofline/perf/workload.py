@@ -89,8 +89,9 @@ _FLAG = {"prompt_tokens": "--prompt", "output_tokens": "--output", "batch": "--b
          "accept_rate": "--accept", "context_tokens": "--cached-tokens", "tp": "--gpus", "pp": "--pp", "kv_quant": "--kv-quant", "quant": "--quant"}
 
 
-def make_workload(**fields) -> Workload:
-    """Build a Workload, turning a validation problem into one RooflineError line that names the option."""
+def make_workload(flags: dict[str, str] | None = None, **fields) -> Workload:
+    """Build a Workload, turning a validation problem into one RooflineError line that names the option (`flags`:
+    the option a command sets a field with, where not the usual one, e.g. {"batch": "--concurrency"})."""
     try:
         return Workload(**{k: v for k, v in fields.items() if v is not None})
     except ValidationError as err:
@@ -100,5 +101,5 @@ def make_workload(**fields) -> Workload:
             msg = f"must be {'≥' if first['type'].endswith('equal') else '>'} {first['ctx'].get('gt', first['ctx'].get('ge'))}, got {first['input']}"
         elif first["type"] in ("less_than", "less_than_equal"):
             msg = f"must be at most {first['ctx'].get('lt', first['ctx'].get('le')):,}, got {first['input']:,}"
-        label = _FLAG.get(field, field)
+        label = {**_FLAG, **(flags or {})}.get(field, field)
         raise RooflineError(f"{label}: {msg}" if label else msg) from None

@@ -85,8 +85,8 @@ def open_loop(rate_per_s: float, n: int, prompt: Lengths, output: Lengths, seed:
               burstiness: float = 1.0) -> Iterator[Request]:
     """`n` requests at `rate_per_s` on average: gamma inter-arrival gaps of shape `burstiness` (1 = Poisson;
     < 1 burstier, > 1 more even; as `vllm bench serve --burstiness`), scale 1 / (rate x burstiness)."""
-    if not rate_per_s > 0:
-        raise RooflineError(f"--rate: must be > 0 requests/s, got {rate_per_s}")
+    if not 0 < rate_per_s < math.inf:
+        raise RooflineError(f"--rate: must be a finite number > 0 requests/s, got {rate_per_s}")
     if not 0 < burstiness < math.inf:
         raise RooflineError(f"--burstiness: must be a finite number > 0, got {burstiness}")
     rng = np.random.default_rng(seed)
@@ -117,8 +117,9 @@ def _row(raw: dict, where: str) -> Request:
     try:
         arrival, prompt, output = float(arrival), int(float(prompt)), int(float(output))
         prefix_tokens = int(float(raw.get("prefix_tokens") or 0))
-    except (TypeError, ValueError):
-        raise RooflineError(f"{where}: arrival_s, prompt_tokens, output_tokens and prefix_tokens must be numbers")
+    except (TypeError, ValueError, OverflowError):
+        raise RooflineError(f"{where}: arrival_s, prompt_tokens, output_tokens and prefix_tokens must be finite "
+                            "numbers") from None
     if not math.isfinite(arrival) or arrival < 0 or prompt <= 0 or output <= 0 or not 0 <= prefix_tokens <= prompt:
         raise RooflineError(f"{where}: needs arrival_s >= 0, prompt_tokens > 0, output_tokens > 0 and "
                             f"0 <= prefix_tokens <= prompt_tokens")
@@ -131,18 +132,25 @@ def read_trace(path: str | Path) -> Iterator[Request]:
     optional prefix_id, prefix_tokens. Arrivals must not decrease. Errors name the line."""
     path = Path(path)
     if not path.is_file():
-        raise RooflineError(f"--trace {path}: no such file")
+        why = "a directory" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
+        raise RooflineError(f"--trace {path}: {why}; give a CSV or JSONL trace file")
     jsonl = path.suffix.lower() in (".jsonl", ".json", ".ndjson")
-    last, count = 0.0, 0
-    with path.open(newline="") as f:
+    last, count, line = 0.0, 0, 1
+    with path.open(newline="", encoding="utf-8-sig") as f:
         rows = _jsonl_rows(f, path) if jsonl else _csv_rows(f, path)
-        for line, raw in rows:
-            req = _row(raw, f"--trace {path}, line {line}")
-            if req.arrival_s < last:
-                raise RooflineError(f"--trace {path}, line {line}: arrival_s {req.arrival_s} is before the previous "
-                                    f"row's {last}; sort the trace by arrival")
-            last, count = req.arrival_s, count + 1
-            yield req
+        try:
+            for line, raw in rows:
+                req = _row(raw, f"--trace {path}, line {line}")
+                if req.arrival_s < last:
+                    raise RooflineError(f"--trace {path}, line {line}: arrival_s {req.arrival_s} is before the "
+                                        f"previous row's {last}; sort the trace by arrival")
+                last, count = req.arrival_s, count + 1
+                yield req
+        except UnicodeDecodeError:
+            raise RooflineError(f"--trace {path}: not UTF-8 text; save the trace as UTF-8") from None
+        except csv.Error as err:
+            raise RooflineError(f"--trace {path}, after line {line}: not a readable CSV ({err}); write one request "
+                                "per line") from None
     if count == 0:
         raise RooflineError(f"--trace {path}: no requests in the file")
 
@@ -155,6 +163,9 @@ def _jsonl_rows(f, path: Path) -> Iterator[tuple[int, dict]]:
             raw = json.loads(text)
         except json.JSONDecodeError as err:
             raise RooflineError(f"--trace {path}, line {line}: not JSON ({err.msg})") from None
+        except (ValueError, RecursionError):  # a number of thousands of digits, arrays nested thousands deep
+            raise RooflineError(f"--trace {path}, line {line}: not a JSON object of numbers; write "
+                                f"{{\"arrival_s\": 0.5, \"prompt_tokens\": 512, \"output_tokens\": 128}}") from None
         if not isinstance(raw, dict):
             raise RooflineError(f"--trace {path}, line {line}: each line must be a JSON object")
         yield line, raw
@@ -166,10 +177,22 @@ def _csv_rows(f, path: Path) -> Iterator[tuple[int, dict]]:
     if header is None:
         return
     header = [h.strip() for h in header]
+    missing = [k for k in TRACE_FIELDS if k not in header]
+    if len(set(header)) < len(header):
+        _bad_header(path, "names a column twice")
+    rows = 0
     for row in reader:
         line = reader.line_num
         if not row or not any(c.strip() for c in row):
             continue
         if len(row) != len(header):
             raise RooflineError(f"--trace {path}, line {line}: {len(row)} fields, the header has {len(header)}")
+        rows += 1
         yield line, dict(zip(header, (c.strip() for c in row)))
+    if missing and not rows:  # with rows, the first names its line and the missing field
+        _bad_header(path, f"lacks {', '.join(missing)}")
+
+
+def _bad_header(path: Path, why: str):
+    raise RooflineError(f"--trace {path}, line 1: the header {why}; a CSV trace starts with the header "
+                        f"{','.join(TRACE_FIELDS)}[,prefix_id,prefix_tokens] (a JSONL trace: name it .jsonl)")

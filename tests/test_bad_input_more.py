@@ -1,0 +1,132 @@
+"""More careless and hostile input: traces, serving fleets, concurrency lists and engine runs. Every case is a
+one-line error with exit 2 (no traceback, no hang, nothing written) or a clean answer."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hostile import cli, files_under, ok, refused, time_limit
+
+SERVE = ("serve", "-m", "llama-3.1-8b", "--hw", "h100", "--requests", "20")
+HEADER = "arrival_s,prompt_tokens,output_tokens"
+ROW = '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 5}'
+
+# ------------------------------------------------------------------------------------------ 1. trace files
+
+BAD_TRACES = {
+    "inf-prompt.csv": (f"{HEADER}\n0,1e400,5\n", "finite numbers"),
+    "inf-word.csv": (f"{HEADER}\n0,inf,5\n", "line 2"),
+    "inf-prefix.csv": (f"{HEADER},prefix_id,prefix_tokens\n0,10,5,a,1e400\n", "finite numbers"),
+    "inf-prompt.jsonl": ('{"arrival_s": 0, "prompt_tokens": 1e400, "output_tokens": 5}\n', "finite numbers"),
+    "infinity.jsonl": ('{"arrival_s": 0, "prompt_tokens": Infinity, "output_tokens": 5}\n', "line 1"),
+    "many-digits.jsonl": ('{"arrival_s": 0, "prompt_tokens": ' + "9" * 5000 + ', "output_tokens": 5}\n', "line 1"),
+    "deep.jsonl": ("[" * 100_000 + "]" * 100_000 + "\n", "line 1"),
+    "not-utf8.csv": (f"{HEADER}\n0,10,5\n".encode() + b"\xff\xfe,1,1\n", "UTF-8"),
+    "huge-field.csv": (f'{HEADER}\n0,10,5\n"{"x" * 200_000}",1,1\n', "not a readable CSV"),
+    "twice.csv": (f"{HEADER},arrival_s\n0,10,5,7\n", "names a column twice"),
+    "jsonl-named.txt": (ROW + "\n", "name it .jsonl"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_TRACES))
+def test_bad_trace_is_one_line(name, tmp_path, capsys):
+    content, needle = BAD_TRACES[name]
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    refused(cli(capsys, *SERVE, "--trace", path), "--trace", needle)
+
+
+def test_trace_directory_and_fifo(tmp_path, capsys):
+    refused(cli(capsys, *SERVE, "--trace", tmp_path), "a directory")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.csv")
+        refused(cli(capsys, *SERVE, "--trace", tmp_path / "pipe.csv"), "not a regular file")
+
+
+@pytest.mark.parametrize("name, text", [("bom.csv", f"{HEADER}\r\n0,10,5\r\n0.5,20,5\r\n"),
+                                        ("bom.jsonl", f"{ROW}\n{ROW}\n")])
+def test_trace_with_a_byte_order_mark_reads(name, text, tmp_path, capsys):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8-sig")
+    assert json.loads(ok(cli(capsys, *SERVE, "--trace", path, "--json")))["requests"] == 2
+
+
+# ------------------------------------------------------------------------------------------ 2. serving options
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--rate", "inf"], "--rate"), (["--rate", "1e400"], "--rate"),
+    (["--concurrency", "4", "--disagg", "1:1", "--network-gbps", "inf"], "--network-gbps"),
+    (["--concurrency", "4", "--network-gbps", "100"], "--disagg"),
+])
+def test_serve_numbers_refused(extra, needle, capsys):
+    refused(cli(capsys, *SERVE, *extra), needle)
+
+
+@pytest.mark.parametrize("extra, needle", [(["--replicas", "100000000"], "--replicas"),
+                                           (["--replicas", "5000"], "at most"),
+                                           (["--disagg", "1000000:1"], "--disagg")])
+def test_fleet_beyond_one_simulation_refused_at_once(extra, needle, capsys):
+    with time_limit(5):  # refused before any replica is built
+        refused(cli(capsys, *SERVE, "--concurrency", "4", *extra), needle, "replicas")
+
+
+def test_a_modest_fleet_still_serves(capsys):
+    d = json.loads(ok(cli(capsys, *SERVE, "--concurrency", "4", "--replicas", "8", "--json")))
+    assert d["requests"] == 20
+
+
+@pytest.mark.parametrize("hw", ["", ","])
+def test_capacity_without_hardware_refused(hw, capsys):
+    refused(cli(capsys, "capacity", "-m", "llama-3.1-8b", "--hw", hw, "--slo-ttft", "1", "--slo-itl", "0.05"), "--hw")
+
+
+# ------------------------------------------------------------------------------------------ 3. concurrency is named
+
+
+@pytest.mark.parametrize("args", [
+    ("sweep", "-m", "llama-3.1-8b", "--hw", "h100", "--concurrency", "99999999999999999999"),
+    ("sweep", "-m", "llama-3.1-8b", "--hw", "h100", "--static", "--concurrency", "1,200000000"),
+    ("fits", "-m", "llama-3.1-8b", "--hw", "h100", "--concurrency", "999999999999"),
+    ("fits", "-m", "llama-3.1-8b", "--hw", "h100", "--concurrency", "0"),
+])
+def test_concurrency_bounds_name_concurrency(args, capsys):
+    err = cli(capsys, *args)
+    refused(err, "--concurrency")
+    assert "--batch" not in err[2]
+
+
+@pytest.mark.parametrize("kind, value", [("sweep", "99999999999999999999"), ("memory", "0"),
+                                         ("memory", "999999999999")])
+def test_plot_concurrency_refused_and_nothing_written(kind, value, tmp_path, capsys):
+    refused(cli(capsys, "plot", kind, "-m", "llama-3.1-8b", "--hw", "h100", "--concurrency", value,
+                "-o", tmp_path / "p.png"), "--concurrency")
+    assert files_under(tmp_path) == set()
+
+
+# ------------------------------------------------------------------------------------------ 4. engine run
+
+
+@pytest.mark.parametrize("extra, needle", [(["--vocab", "99999999999"], "--vocab"), (["--vocab", "128257"], "--vocab"),
+                                           (["--output", "1"], "--output"), (["--prompt", "1M"], "max context"),
+                                           (["--batch", "1000000000"], "--batch")])
+def test_engine_run_checks_before_it_runs(extra, needle, capsys):
+    with time_limit(5):  # refused before torch loads or any memory is allocated
+        refused(cli(capsys, "engine", "run", "-m", "llama-3.2-1b", "--layers", "1", *extra), needle)
+
+
+# ------------------------------------------------------------------------------------------ 5. import destination
+
+
+@pytest.mark.parametrize("to", ["", "  "])
+def test_import_to_an_empty_path_writes_nothing(to, tmp_path, capsys, monkeypatch):
+    from hostile import CONFIG
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(CONFIG))
+    monkeypatch.chdir(tmp_path)  # '' would be the current directory: a checkout's bundled models/ folder
+    before = files_under(tmp_path)
+    refused(cli(capsys, "models", "import", cfg, "--name", "toy", "--to", to), "--to")
+    assert files_under(tmp_path) == before
