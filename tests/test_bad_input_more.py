@@ -106,6 +106,15 @@ def test_plot_concurrency_refused_and_nothing_written(kind, value, tmp_path, cap
     assert files_under(tmp_path) == set()
 
 
+@pytest.mark.parametrize("extra, needle", [(["--target-rate", "inf"], "--target-rate"),
+                                           (["--usd-per-gpu-hour", "nan"], "finite"),
+                                           (["--usd-per-gpu-hour", "h100-sxm=3,h100-sxm=4"], "priced twice")])
+def test_capacity_rates_and_prices_must_be_finite(extra, needle, capsys):
+    with time_limit(5):  # refused before any configuration is searched
+        refused(cli(capsys, "capacity", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--slo-ttft", "1", "--slo-itl",
+                    "0.05", *extra), needle)
+
+
 # ------------------------------------------------------------------------------------------ 4. engine run
 
 

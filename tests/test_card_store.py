@@ -35,6 +35,21 @@ def test_names_and_aliases_case_insensitive(spelling):
     assert CardStore().hardware(spelling).name == "dgx-spark"
 
 
+@pytest.mark.parametrize("spelling,card", [
+    ("NVIDIA H100", "h100-sxm"), ("nvidia-h100", "h100-sxm"), ("H100 SXM5 80GB", "h100-sxm"),
+    ("H100 NVL", "h100-nvl"), ("H100 PCIe 80GB", "h100-pcie"), ("Mac Studio M2 Ultra", "apple-m2-ultra"),
+])
+def test_a_datasheet_name_holding_one_cards_alias_names_that_card(spelling, card):
+    """The alias with most tokens wins ('H100 NVL' is not the SXM card); an alias must hold a number."""
+    assert CardStore().hardware(spelling).name == card
+
+
+@pytest.mark.parametrize("spelling", ["nvidia", "AMD", "xeon", "h1000"])
+def test_a_vendor_or_family_word_alone_names_no_card(spelling):
+    with pytest.raises(UnknownNameError):
+        CardStore().hardware(spelling)
+
+
 def test_unknown_name_suggests_closest():
     with pytest.raises(UnknownNameError, match="did you mean dgx-spark"):
         CardStore().hardware("dgx-sprak")

@@ -355,10 +355,11 @@ GOOD_ROW = {"id": "X1", "source": "test", "hardware": "H100", "engine": "test", 
             "tp": "1", "metric": "decode_tok_s", "value": "100", "unit": "tok/s", "notes": "", "hw_card": "h100-sxm",
             "model_card": "llama-3.1-8b", "gpus": "1"}
 CSV_BAD = [("value", "0"), ("value", "-3"), ("value", "nan"), ("value", "inf"), ("value", "fast"), ("gpus", "0"),
-           ("tp", "0"), ("isl", "1000000000"), ("batch", "999999999999"), ("hw_card", "h1000")]
+           ("tp", "0"), ("isl", "1000000000"), ("batch", "999999999999"), ("hw_card", "h1000"), ("isl", "9" * 5000),
+           ("isl", "-5"), ("osl", "1.5"), ("isl", "4k"), ("batch", "some"), ("tp", "8"), ("tp", "3")]
 
 
-@pytest.mark.parametrize("field, value", CSV_BAD, ids=[f"{f}={v}" for f, v in CSV_BAD])
+@pytest.mark.parametrize("field, value", CSV_BAD, ids=[f"{f}={v[:12]}" for f, v in CSV_BAD])
 def test_published_bad_rows_skipped_with_reason(field, value, tmp_path, capsys):
     path = tmp_path / "rows.csv"
     with path.open("w", newline="") as f:

@@ -190,6 +190,10 @@ class CardStore:
             card = self._by_name(kind, base) if fmt else None
             if card is not None:
                 return card
+        if kind == "hardware":  # a datasheet's longer name: 'NVIDIA H100' and 'H100 SXM5 80GB' are the h100 card
+            found = self._token_matches(kind, name, numbered=True)
+            if len(found) == 1:
+                return self._card(kind, self._entries(kind)[found[0]])
         known = {alias: c.name for c in self.all(kind) for alias in names_of(c)}
         bad = self.problems(kind)
         hint = f"see `{LIST_CMD[kind]}`" + (f"; {len(bad)} card(s) could not be read, e.g. {bad[0]}" if bad else "")
@@ -230,25 +234,33 @@ class CardStore:
         """The card a free-text description names ("2x NVIDIA H100 SXM 80GB" -> h100-sxm, "ggml-org/Qwen2.5-Coder-
         7B-Q8_0-GGUF" -> qwen2.5-7b): the card with a name or alias whose every token appears in the text, most
         tokens first. Raises UnknownNameError when none or two cards match equally."""
-        words = set(_tokens(text))
-        sized = any(_SIZE.fullmatch(w) for w in words)
         cards = {card.name: card for card in self.all(kind)}
-        best: dict[str, int] = {}
-        for card in cards.values():
-            for alias in names_of(card):
-                toks = _tokens(alias)
-                # a text that states a size ("Qwen3-4B") is not matched by a family-only alias ("qwen3")
-                if sized and not any(_SIZE.fullmatch(t) for t in toks):
-                    continue
-                if toks and set(toks) <= words:
-                    best[card.name] = max(best.get(card.name, 0), len(toks))
-        top = max(best.values(), default=0)
-        found = [name for name, n in best.items() if n == top]
+        found = self._token_matches(kind, text)
         if len(found) != 1:
             known = {a.lower(): c.name for c in cards.values() for a in names_of(c)}
             why = f"matches {', '.join(found)} equally" if found else "names no card"
             raise UnknownNameError(WHAT[kind], text, known, why)
         return cards[found[0]]
+
+    def _token_matches(self, kind: str, text: str, numbered: bool = False) -> list[str]:
+        """The cards with a name or alias whose every token appears in `text`, those with the most tokens;
+        `numbered`: only aliases with a token holding a digit (a chip's number: 'h100', 'm2'), never a vendor or
+        family word alone."""
+        words = set(_tokens(text))
+        sized = any(_SIZE.fullmatch(w) for w in words)
+        best: dict[str, int] = {}
+        for card in self.all(kind):
+            for alias in names_of(card):
+                toks = _tokens(alias)
+                # a text that states a size ("Qwen3-4B") is not matched by a family-only alias ("qwen3")
+                if sized and not any(_SIZE.fullmatch(t) for t in toks):
+                    continue
+                if numbered and not any(any(ch.isdigit() for ch in t) for t in toks):
+                    continue
+                if toks and set(toks) <= words:
+                    best[card.name] = max(best.get(card.name, 0), len(toks))
+        top = max(best.values(), default=0)
+        return [name for name, n in best.items() if n == top]
 
     def hardware(self, name: str) -> HardwareCard:
         return self.get("hardware", name)

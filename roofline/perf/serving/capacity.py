@@ -216,13 +216,16 @@ def parse_prices(text: str | None, hws: list[HardwareCard]) -> dict[str, float]:
             out = {}
             for part in text.split(","):
                 name, _, value = part.partition("=")
+                if name.strip() in out:
+                    raise RooflineError(f"--usd-per-gpu-hour {text!r}: {name.strip()} is priced twice; give it once")
                 out[name.strip()] = float(value)
     except ValueError:
         raise RooflineError(f"--usd-per-gpu-hour {text!r}: give a price like 3.5, or per card like "
                             f"h100-sxm=3.99,b200=6.69") from None
     unknown = set(out) - names
-    if unknown or min(out.values()) <= 0:
-        raise RooflineError(f"--usd-per-gpu-hour {text!r}: prices must be > 0, for cards among {', '.join(sorted(names))}")
+    if unknown or not all(0 < v < math.inf for v in out.values()):
+        raise RooflineError(f"--usd-per-gpu-hour {text!r}: prices must be finite and > 0, for cards among "
+                            f"{', '.join(sorted(names))}")
     return out
 
 
@@ -239,8 +242,8 @@ def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | 
     for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
         if not v > 0:
             raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
-    if target_rate is not None and not target_rate > 0:
-        raise RooflineError(f"--target-rate: must be > 0 requests/s, got {target_rate}")
+    if target_rate is not None and not 0 < target_rate < math.inf:
+        raise RooflineError(f"--target-rate: must be a finite number > 0 requests/s, got {target_rate}")
     slo = Slo(slo_ttft_s, slo_itl_s)
     jobs = [(card, cfg, runtime, prompt, output, slo, seed) for hw in hws for cfg in candidates(card, hw, runtime)]
     workers = workers or min(2, os.cpu_count() or 1, len(jobs))
