@@ -294,10 +294,12 @@ def test_the_extra_decode_parameters_are_fitted_only_where_they_lower_the_loss(m
     assert rf.free_params(rows[:rf.ROWS_PER_EXTRA], held=rf.KERNEL_PARAMS) == ["memory", "kernel_overhead_s"]
     assert rf.free_params(rows[:rf.ROWS_PER_EXTRA - 1], held=rf.KERNEL_PARAMS) == ["memory"]
     monkeypatch.setattr(rf, "_CACHE", {})
+    monkeypatch.setattr(rf, "_moved_by", lambda rows, *args: rows)  # synthetic rows: no predictions
     monkeypatch.setattr(rf, "_loss", flat_in_extras)
     values = rf.fit_group(rows, None)
     assert set(values) == {"memory"} and values["memory"] == pytest.approx(0.8, rel=0.02)
     monkeypatch.setattr(rf, "_CACHE", {})
+    monkeypatch.setattr(rf, "_moved_by", lambda rows, *args: rows)  # synthetic rows: no predictions
     monkeypatch.setattr(rf, "_loss", held)
     values = rf.fit_group(rows, None)
     assert set(values) == {"memory", rf.UNIT_PARAM} and values[rf.UNIT_PARAM] == pytest.approx(13e9, rel=0.02)
@@ -307,6 +309,7 @@ def test_the_extra_decode_parameters_are_fitted_only_where_they_lower_the_loss(m
         return (values.get("memory", 0.5) - 0.8 - 0.1 * k) ** 2 - 0.004 * k
 
     monkeypatch.setattr(rf, "_CACHE", {})
+    monkeypatch.setattr(rf, "_moved_by", lambda rows, *args: rows)  # synthetic rows: no predictions
     monkeypatch.setattr(rf, "_loss", compensating)
     values = rf.fit_group(rows, None)
     assert set(values) == {"memory"} and values["memory"] == pytest.approx(0.8, rel=0.02)  # refitted without it
@@ -327,6 +330,7 @@ def test_a_value_none_of_its_rows_comes_near_is_not_shipped(monkeypatch):
         return abs(math.log(values.get("memory", 0.5) / 0.8)) if r.param == "memory" else math.log(10.0)
 
     monkeypatch.setattr(rf, "_CACHE", {})
+    monkeypatch.setattr(rf, "_moved_by", lambda rows, *args: rows)  # synthetic rows: no predictions
     monkeypatch.setattr(rf, "_row_error", error)
     monkeypatch.setattr(rf, "_loss", lambda rows, store, values: sum(error(r, store, values) for r in rows))
     values = rf.fit_group(rows, None)
@@ -403,6 +407,7 @@ def test_a_version_range_keeps_the_launch_cost_it_fits_on_its_own_rows(monkeypat
         return sum(abs(math.log(k / (4e-6 if r.range else 1e-5))) + abs(m - 0.8) for r in rows) / len(rows)
 
     monkeypatch.setattr(rf, "_CACHE", {})
+    monkeypatch.setattr(rf, "_moved_by", lambda rows, *args: rows)  # synthetic rows: no predictions
     monkeypatch.setattr(rf, "_loss", loss)
     monkeypatch.setattr(rf, "_row_error", lambda r, store, values: 0.0)  # every row within the cap
     fits = {g.scope: g.values for g in rf._group_fits("rt", "s", members, None, "versions")}
@@ -448,3 +453,15 @@ def test_validate_by_source_cli_prints_each_documents_held_out_error(tmp_path):
     assert sum(g["n"] for g in data["by_runtime_source"]) == data["fitted_rows"] == len(wanted)
     table = run_cli("validate", "--published", str(path), "--by-source", "--jobs", "1")
     assert table.returncode == 0 and "by runtime x source document" in table.stdout
+
+
+def test_a_search_predicts_only_the_rows_its_parameter_moves():
+    """A format's prompt efficiency moves that format's prompt rows, not another format's nor a decode row;
+    `memory` moves the decode row (the search's choice is the same: the loss is a mean over rows)."""
+    from roofline.calibrate import runtime_fit as rf
+
+    q4_0, q8_0, decode = (_fit_row(i) for i in ("Z004", "Z002", "Z023"))  # llama.cpp on a Ryzen 9 7950X
+    assert (q4_0.param, q8_0.param, decode.param) == ("format:q4_0", "format:q8_0", "memory")
+    rows, store = [q4_0, q8_0, decode], CardStore()
+    assert rf._moved_by(rows, store, {}, "format:q4_0", rf.BOUNDS) == [q4_0]
+    assert decode in rf._moved_by(rows, store, {}, "memory", rf.BOUNDS)
