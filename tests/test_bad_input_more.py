@@ -115,6 +115,20 @@ def test_capacity_rates_and_prices_must_be_finite(extra, needle, capsys):
                     "0.05", *extra), needle)
 
 
+def test_an_empty_kv_format_is_refused(capsys):
+    refused(cli(capsys, "predict", "-m", "llama-3.1-8b", "--hw", "h100", "--kv-quant", ""), "--kv-quant")
+
+
+def test_validate_published_draws_its_scatter_and_refuses_one_it_cannot(tmp_path, capsys):
+    from conftest import REPO
+
+    rows = REPO / "benchmarks" / "data" / "published_train.csv"
+    ok(cli(capsys, "validate", "--published", rows, "-o", tmp_path / "s.png"))
+    assert (tmp_path / "s.png").stat().st_size > 0
+    refused(cli(capsys, "validate", "--published", rows, "--by-source", "-o", tmp_path / "t.png"), "-o")
+    assert not (tmp_path / "t.png").exists()
+
+
 # ------------------------------------------------------------------------------------------ 4. engine run
 
 

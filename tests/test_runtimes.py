@@ -57,7 +57,8 @@ def test_date_picks_the_version_in_use():
 
 
 @pytest.mark.parametrize("spec,match", [("vlm", "did you mean vllm"), ("vllm@0.1", "older than every profiled"),
-                                        ("vllm@abc", "not a version"), ("llama.cpp@", "no version after '@'")])
+                                        ("vllm@abc", "not a version"), ("llama.cpp@", "one version after '@'"),
+                                        ("vllm@0.11@1", "one version after '@'")])
 def test_unknown_runtime_or_version_is_one_line_exit_2(spec, match):
     run = run_cli("predict", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", spec)
     assert run.returncode == 2 and match in run.stderr and len(run.stderr.strip().splitlines()) == 1
@@ -289,7 +290,8 @@ def test_fits_runtime_bytes_still_accepted():
     ("MLX-LM", ("mlx", None)), ("MLX-LM 0.20.4 (MLX 0.21.1)", ("mlx", "0.20.4")), ("Ollama (version not stated)", ("ollama", None)),
     ("NVIDIA NIM 1.3 for LLMs", ("trtllm", None)), ("lmdeploy 0.0.3 TurboMind", ("lmdeploy", "0.0.3")),
     ("MLC-LLM (version not stated; Aug 2023), as measured by lmdeploy", (None, None)),
-    ("Intel Gaudi software (SynapseAI) 1.18.0", (None, None)),
+    ("Intel Gaudi software (SynapseAI) 1.18.0", (None, None)), ("TGI (version not stated)", ("tgi", None)),
+    ("TGI 2.4.0", ("tgi", "2.4.0")), ("text-generation-inference 1.3.4", ("tgi", "1.3.4")),
 ])
 def test_engine_text_maps_to_a_profile(text, expected):
     assert engine_runtime(text) == expected

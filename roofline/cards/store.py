@@ -274,8 +274,8 @@ class CardStore:
         from roofline.cards.runtime import choose_version
 
         name, at, version = spec.strip().partition("@")
-        if at and not version.strip():
-            raise RooflineError(f"--runtime {spec}: no version after '@'; write {name.strip()}@VERSION "
+        if at and (not version.strip() or "@" in version):
+            raise RooflineError(f"--runtime {spec}: give one version after '@'; write {name.strip()}@VERSION "
                                 f"(e.g. vllm@0.11, llama.cpp@b6918) or {name.strip()} for the newest profile")
         profile = self.get("runtimes", name)
         try:

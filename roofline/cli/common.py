@@ -85,6 +85,8 @@ def runtime_efficiency(choice: RuntimeChoice | None, card, hw, wl) -> Efficiency
 
 def kv_default(choice: RuntimeChoice | None, kv_quant: str | None) -> str:
     """--kv-quant, else the runtime's default KV format (llama.cpp f16), else bf16."""
+    if kv_quant is not None and not kv_quant.strip():
+        raise RooflineError("--kv-quant: empty; give a KV format such as bf16, fp8 or q8_0 (see `roofline formats`)")
     return kv_quant or (choice.profile.default_kv_format if choice else "bf16")
 
 

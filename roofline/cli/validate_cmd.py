@@ -62,12 +62,14 @@ def validate_cmd(
     st = store(cards)
     if jobs is not None and not (published and by_source):
         raise RooflineError("--jobs: only --published ... --by-source fits in several processes; drop --jobs")
+    if out is not None and (by_source or serving):
+        raise RooflineError("-o: the scatter is drawn for --published FILE or --engine-shapes; drop -o")
     if published and by_source:
         return _by_source(st, published, as_json, jobs or os.cpu_count() or 1)
     if published:
         if len(published) > 1:
             raise RooflineError("--published: several files need --by-source (or validate one file at a time)")
-        return _published(st, published[0], as_json)
+        return _published(st, published[0], as_json, out)
     if serving:
         return _serving(st, hw, device, dtype, as_json)
     if not engine_shapes:
@@ -158,9 +160,19 @@ def render_by_source(d: dict):
                  for g in d["by_runtime_source"]])
 
 
-def _published(st, path: Path, as_json: bool) -> None:
+def _published(st, path: Path, as_json: bool, out: Path | None) -> None:
     data = validate_published(st, path)
     beyond = [r for r in data["rows"] if r["beyond_ceiling"]]
+    if out and data["rows"]:
+        from roofline.report.plots import plot_scatter
+
+        series: dict[str, tuple[list[float], list[float]]] = {}
+        for r in data["rows"]:
+            m, q = series.setdefault(r["metric"], ([], []))
+            m.append(r["measured"])
+            q.append(r["predicted"])
+        plot_scatter(series, out, f"{path.name}: predicted vs measured ({len(data['rows'])} rows)")
+    data["plot"] = str(out) if out and data["rows"] else None
 
     def render():
         yield _error_table(f"{path.name}: {len(data['rows'])} rows predicted, {len(data['skipped'])} skipped",
@@ -179,6 +191,8 @@ def _published(st, path: Path, as_json: bool) -> None:
             yield _error_table(f"without the {len(beyond)} rows beyond the ceiling", data["metrics_within_ceiling"])
         if data["skipped"]:
             yield table("skipped", ["row", "why"], [(s["id"], s["why"]) for s in data["skipped"]])
+        if data["plot"]:
+            yield f"wrote {data['plot']}"
 
     emit(data, as_json, render)
 

@@ -226,7 +226,8 @@ def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoic
     values: dict[str, Any] = {}
     by_format, dtypes = dict(base.compute_by_format), dict(base.kernel_dtypes)
     quantized = dict(base.compute_quantized)
-    for _, layer in runtime_layers(hw, runtime):
+    layers = runtime_layers(hw, runtime)
+    for _, layer in layers:
         values.update(layer.values())
         by_format.update(layer.compute_by_format)
         quantized.update(layer.compute_quantized)
@@ -234,9 +235,11 @@ def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoic
     policy = runtime.profile.serving_policy(runtime.version or runtime.range_start)
     if "prefill_chunk_tokens" not in values and policy["chunked_prefill"] and policy["max_num_batched_tokens"]:
         values["prefill_chunk_tokens"] = float(policy["max_num_batched_tokens"])
+    source = f"runtime profile {runtime.described} on {default_key(hw)} ({hw.vendor})"
+    if not any(where.startswith(("fitted.", "devices.")) for where, _ in layers):  # say what stands in for a fit
+        source += f"; nothing fitted for {hw.vendor.lower()}-{hw.kind}: {base.source}"
     return replace(base, **values, compute_by_format=by_format, compute_quantized=quantized, kernel_dtypes=dtypes,
-                   runtime=runtime.label,
-                   source=f"runtime profile {runtime.described} on {default_key(hw)} ({hw.vendor})")
+                   runtime=runtime.label, source=source)
 
 
 def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: HardwareCard, quant: str | None,

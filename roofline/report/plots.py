@@ -211,11 +211,15 @@ def _save(fig, path: Path, plt) -> None:
 
 def plot_validation(points: list[dict], metrics: list[str], path: Path, title: str) -> None:
     """Predicted against measured, one log-log panel per metric, with the y = x line."""
+    plot_scatter({key: ([p[f"measured_{key}"] for p in points], [p[f"predicted_{key}"] for p in points])
+                  for key in metrics}, path, title)
+
+
+def plot_scatter(series: dict[str, tuple[list[float], list[float]]], path: Path, title: str) -> None:
+    """One log-log panel per metric of (measured, predicted) values, with the y = x line."""
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 4), dpi=100)
-    for ax, key in zip(axes, metrics):
-        m = [p[f"measured_{key}"] for p in points]
-        q = [p[f"predicted_{key}"] for p in points]
+    fig, axes = plt.subplots(1, len(series), figsize=(4 * len(series), 4), dpi=100, squeeze=False)
+    for ax, (key, (m, q)) in zip(axes[0], series.items()):
         ax.loglog(m, q, "o", alpha=0.7)
         lo, hi = min(m + q), max(m + q)
         ax.plot([lo, hi], [lo, hi], "k--", lw=1)
