@@ -16,10 +16,10 @@ ROW = '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 5}'
 # ------------------------------------------------------------------------------------------ 1. trace files
 
 BAD_TRACES = {
-    "inf-prompt.csv": (f"{HEADER}\n0,1e400,5\n", "finite numbers"),
+    "inf-prompt.csv": (f"{HEADER}\n0,1e400,5\n", "whole numbers"),
     "inf-word.csv": (f"{HEADER}\n0,inf,5\n", "line 2"),
-    "inf-prefix.csv": (f"{HEADER},prefix_id,prefix_tokens\n0,10,5,a,1e400\n", "finite numbers"),
-    "inf-prompt.jsonl": ('{"arrival_s": 0, "prompt_tokens": 1e400, "output_tokens": 5}\n', "finite numbers"),
+    "inf-prefix.csv": (f"{HEADER},prefix_id,prefix_tokens\n0,10,5,a,1e400\n", "whole numbers"),
+    "inf-prompt.jsonl": ('{"arrival_s": 0, "prompt_tokens": 1e400, "output_tokens": 5}\n', "whole numbers"),
     "infinity.jsonl": ('{"arrival_s": 0, "prompt_tokens": Infinity, "output_tokens": 5}\n', "line 1"),
     "many-digits.jsonl": ('{"arrival_s": 0, "prompt_tokens": ' + "9" * 5000 + ', "output_tokens": 5}\n', "line 1"),
     "deep.jsonl": ("[" * 100_000 + "]" * 100_000 + "\n", "line 1"),
@@ -27,6 +27,8 @@ BAD_TRACES = {
     "huge-field.csv": (f'{HEADER}\n0,10,5\n"{"x" * 200_000}",1,1\n', "not a readable CSV"),
     "twice.csv": (f"{HEADER},arrival_s\n0,10,5,7\n", "names a column twice"),
     "jsonl-named.txt": (ROW + "\n", "name it .jsonl"),
+    "fraction.jsonl": ('{"arrival_s": 0, "prompt_tokens": 10.7, "output_tokens": 5}\n', "whole numbers"),
+    "boolean.jsonl": ('{"arrival_s": true, "prompt_tokens": 10, "output_tokens": 5}\n', "finite number"),
 }
 
 

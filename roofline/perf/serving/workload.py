@@ -109,17 +109,27 @@ def closed_loop_requests(n: int, prompt: Lengths, output: Lengths, seed: int = 0
 TRACE_FIELDS = ("arrival_s", "prompt_tokens", "output_tokens")
 
 
+def _count(value) -> int:
+    """A token count written as 512 or 512.0; 10.7 tokens is an error, not 10."""
+    number = float(value)
+    if not number.is_integer():
+        raise ValueError(f"{value!r} is not a whole number of tokens")
+    return int(number)
+
+
 def _row(raw: dict, where: str) -> Request:
     try:
         arrival, prompt, output = (raw[k] for k in TRACE_FIELDS)
     except KeyError as err:
         raise RooflineError(f"{where}: missing {err.args[0]!r} (each row needs {', '.join(TRACE_FIELDS)})") from None
     try:
-        arrival, prompt, output = float(arrival), int(float(prompt)), int(float(output))
-        prefix_tokens = int(float(raw.get("prefix_tokens") or 0))
+        if any(isinstance(v, bool) for v in (arrival, prompt, output, raw.get("prefix_tokens"))):
+            raise TypeError("a JSON true/false is not a number")
+        arrival = float(arrival)
+        prompt, output, prefix_tokens = (_count(v) for v in (prompt, output, raw.get("prefix_tokens") or 0))
     except (TypeError, ValueError, OverflowError):
-        raise RooflineError(f"{where}: arrival_s, prompt_tokens, output_tokens and prefix_tokens must be finite "
-                            "numbers") from None
+        raise RooflineError(f"{where}: arrival_s must be a finite number and prompt_tokens, output_tokens and "
+                            "prefix_tokens whole numbers") from None
     if not math.isfinite(arrival) or arrival < 0 or prompt <= 0 or output <= 0 or not 0 <= prefix_tokens <= prompt:
         raise RooflineError(f"{where}: needs arrival_s >= 0, prompt_tokens > 0, output_tokens > 0 and "
                             f"0 <= prefix_tokens <= prompt_tokens")
