@@ -372,6 +372,15 @@ def test_published_bad_rows_skipped_with_reason(field, value, tmp_path, capsys):
     assert [s["id"] for s in data["skipped"]] == ["BAD"] and data["skipped"][0]["why"]
 
 
+def test_published_ids_must_be_unique(tmp_path, capsys):
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(GOOD_ROW))
+        w.writeheader()
+        w.writerows([GOOD_ROW, GOOD_ROW])
+    refused(cli(capsys, "validate", "--published", path), "names two rows")
+
+
 @pytest.mark.parametrize("content", [b"\xff\xfe\x00junk", b"", b"a,b\n1,2\n"], ids=["not-utf8", "empty", "no-columns"])
 def test_published_unreadable_files(content, tmp_path, capsys):
     path = tmp_path / "rows.csv"

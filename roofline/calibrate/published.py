@@ -25,6 +25,7 @@ from roofline.cards.store import CardStore
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import Efficiency, ceiling_for, expected_efficiency
 from roofline.perf.ops import Step
+from roofline.perf.parallel import check_parallel
 from roofline.perf.request import (
     decode_contexts,
     decode_step_time,
@@ -182,6 +183,7 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
     tp = _int(row.get("tp", ""), 1)
     # gpus > tp: llama.cpp's default layer split — each token passes every GPU in turn (pipeline stages)
     pp = max(gpus // tp, 1)
+    check_parallel(card, hw, tp, pp)  # a layout no engine runs: skipped with the reason, as `predict` refuses it
     quant, kv = row_quant(row, card), row_kv(row)
     isl, osl = _int(row["isl"], 0), _int(row["osl"], 0)
     batch = _int(row["batch"], 0)
@@ -246,7 +248,8 @@ ENGINE_RUNTIMES = (
 )
 ENGINE_NAMES = (("ollama", "ollama"), ("llama.cpp vulkan", "llama.cpp-vulkan"), ("llama.cpp", "llama.cpp"),
                 ("tensorrt-llm", "trtllm"), ("trtllm", "trtllm"), ("vllm", "vllm"), ("sglang", "sglang"),
-                ("mlx-lm", "mlx"), ("mlx lm", "mlx"), ("lmdeploy", "lmdeploy"), ("text-generation-inference", "tgi"))
+                ("mlx-lm", "mlx"), ("mlx lm", "mlx"), ("lmdeploy", "lmdeploy"), ("text-generation-inference", "tgi"),
+                ("tgi", "tgi"))
 
 
 def engine_runtime(engine: str) -> tuple[str | None, str | None]:
@@ -312,10 +315,18 @@ def row_problem(row: dict) -> str | None:
         return f"value {row['value']!r} is not a positive finite measurement"
     for column in ("gpus", "tp", "isl", "osl", "batch"):
         text = str(row.get(column) or "").strip()
-        if column in ("gpus", "tp") and text and (not text.isdigit() or int(text) == 0):
+        if column == "batch" and text.lower() == "max":  # the scheduler's max-load batch
+            continue
+        if text and not text.isdigit():
+            unstated = "" if column in ("gpus", "tp") else " (leave it empty where the source does not state it)"
+            return f"{column} {text[:40]!r} is not a whole number{unstated}"
+        if column in ("gpus", "tp") and text and int(text) == 0:
             return f"{column} {text!r} is not a positive whole number"
-        if text.isdigit() and int(text) > MAX_COUNT:
-            return f"{column} {text} is beyond the bound of {MAX_COUNT:,}"
+        if len(text) > len(str(MAX_COUNT)) or text and int(text) > MAX_COUNT:
+            return f"{column} {text[:40]} is beyond the bound of {MAX_COUNT:,}"
+    tp, gpus = str(row.get("tp") or "").strip(), str(row.get("gpus") or "").strip()
+    if tp and gpus and int(tp) > int(gpus):
+        return f"tp {tp} is more than the row's {gpus} GPU(s)"
     return None
 
 
@@ -365,6 +376,10 @@ def read_published(path: Path) -> list[dict]:
     if not rows or not NEEDED_COLUMNS <= have or not ({"hw_card", "hardware"} & have and {"model_card", "model"} & have):
         raise RooflineError(f"--published {path}: needs the columns of published_train.csv "
                             f"({', '.join(sorted(NEEDED_COLUMNS))}, hw_card or hardware, model_card or model)")
+    seen: set[str] = set()
+    twice = next((r["id"] for r in rows if r["id"] in seen or seen.add(r["id"])), None)
+    if twice is not None:
+        raise RooflineError(f"--published {path}: id {twice[:40]!r} names two rows; give each row its own id")
     return rows
 
 
