@@ -267,6 +267,33 @@ CAUSES = """## Systematic causes found in the residuals
   the Apple defaults predict (nine rows, one document), the opposite of its NVIDIA rows. vLLM: batch latency 25.6% ->
   18.5% (an H100's Llama 3.1 8B, BF16 and RTN weights on Marlin, 7.4%); decode 10.8% -> 11.3%, the Spark's
   Nemotron-3-Super NVFP4 decoding at 98% of its bandwidth ceiling (-21% to -25%); TTFT 17.6% over 25 rows.
+- **llama.cpp on CPUs** (rows Z001-Z029, `extra/llama-cpp-cpu.md`: a Ryzen 9 7950X and Threadripper PRO 5975WX and
+  5995WX, 2024 builds, five documents). With no CPU rows, a CPU's prompt ran at the generic CPU default, 0.9 of its
+  int8 peak: 2.4-16x the measured rate (Q4_0/Q8_0 3-4x, k-quants 4-6x, IQ2/IQ3 10-16x), while decode, bandwidth-bound,
+  was within 4-21%. The profile now fits amd-cpu prompt efficiencies per format (0.28 of the AVX-512 VNNI peak for
+  Q4_0, 0.17 for Q4_K_S, 0.21 the k-quant family's mean for the formats no row informs). Held out, prefill on the
+  7950X 399% -> 37.1% (20 rows, 4 documents), the 5975WX 161% -> 17.5%, the 5995WX 190% -> 6.5%; llama.cpp prefill
+  over all 177 rows 19.7% (17.4% on the 153 GPU and SoC rows before). Intel and Arm CPUs have no llama.cpp rows: they
+  keep the generic default (the error above) and `predict` says so ("nothing fitted for intel-cpu").
+- **Single-request latency of the CUDA-graph runtimes** (rows T001-T030, `extra/trtllm-vllm-latency.md`). vLLM at one
+  request in flight: 0.6.3 on an A100 (Qwen2.5 0.5B-72B) predicted -5% to +24%; V1 builds (2025-2026) on a GH200,
+  RTX 4090 and RTX 5090 18-59% slow in TPOT, the 13.2 us generic launch cost against graphs replayed with little host
+  work. The vLLM profile's `0.8.0` entry now `refits: {nvidia-gpu: [memory]}` (V1's execution loop and piecewise CUDA
+  graphs), but no V1 value ships: its rows' documents disagree (tt-inference-server's A100 and H100 TPOT carry several
+  ms a step beyond the weights' read, pegainfer's RTX 5090 about two), and held out both fitted policies read vLLM's
+  decode rows worse than generic (25.0% against 11.6%). vLLM TPOT, 30 rows: 20.4% generic -> 14.6%.
+  TensorRT-LLM's first batch-1 rows (GPT-J 6B, TRT-LLM 0.5 on an H100 and A100; DeepSeek-R1 on 8x B200, 1.0) gave its
+  NVIDIA bandwidth fraction a second document, so `memory` 0.84 ships (judged on the decode rows: decode 12.2% ->
+  9.6%, ITL 22.5% -> 22.2%; TTFT 27.9% -> 22.7%); it moves the max-load rows too, 4.6% -> 7.0%, which the rule does
+  not judge it on (the gap named above).
+- **SGLang on an H20, collected and not merged** (`extra/sglang-lmdeploy-tgi.md`, S2). Every BF16 Qwen3 from 8B up
+  decoded at 1.34-1.39 TB/s of weights, a third of the H20's 4.0 TB/s whatever its size; merged, those 18 rows set
+  SGLang's bandwidth fraction on every NVIDIA GPU to 0.53 (an 8B BF16 decode on an H100 at 10.8 ms a token). They were
+  taken out after that fit was seen, on that physical reason. SGLang keeps one NVIDIA document (8 rows) and its CPU
+  backend on a Xeon 6980P (S011-S012; its dual-socket rows S001-S010 need a two-socket card): TTFT 86% short at the
+  generic CPU default, TPOT 6% short.
+- **TGI** (rows S032-S043): TPOT on 8x MI300X 9.6% median at the priors; TTFT reads +54% on an A100 (a TGI PR's
+  batch prefill of 100-350 prompts of 40 tokens) and -55% on the MI300X (405B at 80 tokens), one document each.
 - **Rows not merged** (each file in `benchmarks/data/extra/` says why): GPUStack's burst rows (per-request serving costs
   inside the figure), first prompts after loading whose time grows with the file size (the mmap'd weights paging in),
   figures without their concurrency, and rows whose lengths are not stated.
