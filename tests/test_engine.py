@@ -208,3 +208,11 @@ def test_cached_chunks_in_one_call_match_chunk_by_chunk(window, monkeypatch):
     assert torch.allclose(batched, one_by_one, atol=1e-5)
     together = tuple(i for i, (n, c) in enumerate(chunks) if n > 1 and (c or window is not None and n > window))
     assert together in ((0, 3, 5), (0, 2, 3, 5)) and ("chunks", together, window) in meta.memo  # one call
+
+
+def test_every_activation_the_importer_writes_runs_in_the_engine():
+    """A config.json card (OPT's relu, GPT-2's gelu_new -> gelu_tanh) must be buildable by the engine."""
+    from roofline.engine.model.modules import ACTIVATIONS
+    from roofline.importers.hf_parts import _ACTIVATIONS
+
+    assert set(_ACTIVATIONS.values()) <= set(ACTIVATIONS)

@@ -82,7 +82,7 @@ class Linear(nn.Linear):
 
 
 ACTIVATIONS = {"silu": F.silu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu,
-               "relu2": lambda x: F.relu(x).square(), "swiglu_clamped": F.silu}
+               "relu2": lambda x: F.relu(x).square(), "relu": F.relu, "swiglu_clamped": F.silu}
 
 
 def activate(act, h: torch.Tensor, gated: bool) -> torch.Tensor:

@@ -140,7 +140,7 @@ class Mamba1(Strict):
 
 class FFN(Strict):
     intermediate_size: Width
-    activation: str = "silu"  # silu, gelu_tanh, relu2, swiglu_clamped
+    activation: str = "silu"  # silu, gelu, gelu_tanh, relu, relu2, swiglu_clamped
     gated: bool = True
     bias: bool = False
 

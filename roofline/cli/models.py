@@ -132,7 +132,8 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias, or path to 
 def import_(path: Annotated[Path, typer.Argument(help="A config.json, a .gguf file or a safetensors checkpoint folder.")],
             name: Annotated[Optional[str], typer.Option("--name", help="Card name (default: from the file).")] = None,
             force: Annotated[bool, typer.Option("--force", help="Overwrite an existing card of that name.")] = False,
-            out_dir: Annotated[Optional[str], typer.Option("--to", help="Card directory (default: $ROOFLINE_HOME).")] = None,
+            out_dir: Annotated[Optional[str], typer.Option("--to", help="Card directory (default: $ROOFLINE_HOME).")]
+            = None,
             as_json: JsonOpt = False):
     from roofline.importers import import_model
     from roofline.importers.config_json import card_name
