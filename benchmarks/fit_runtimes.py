@@ -152,6 +152,15 @@ def _first_not_worse(tables: dict[str, list], runtime: str, scope: str) -> str:
     return next((p for p in POLICIES if not _worse_than_generic(tables[p], runtime, scope)), "none")
 
 
+MAX_LOAD = ("agg_output_tok_s", "agg_output_tok_s_per_gpu", "agg_decode_tok_s")  # a full batch's throughput
+
+
+def _max_load(results: list) -> list:
+    """The held-out predictions of max-load throughput rows: a bandwidth fit moves them (their large decode batches
+    read every weight each step) though they inform the compute kind, so the bandwidth kind answers to them too."""
+    return [x for x in results if x[0].row["metric"] in MAX_LOAD]
+
+
 def _of_kind(results: list, kind: str) -> list:
     """The held-out predictions of the rows that inform `kind` (memory: latency-bound decode; compute_by_format:
     prompts, TTFT and large batches): a kind is judged on its own rows, not on every row sharing a metric name."""
@@ -172,9 +181,9 @@ def _loso(fitted: list, store, policies: dict, what: str) -> list:
 
 def select_policies(fitted: list, store) -> tuple[dict[str, dict], dict[str, list]]:
     """Model selection on leave-one-source-out error: per runtime, hardware scope and kind of fitted value (judged on
-    the rows informing it: memory on latency-bound decode rows, compute_by_format on prefill, TTFT and large-batch
-    rows), the most specific policy ("versions" > "runtime" > "none") under which none of that kind's metrics on that
-    scope has a held-out median |error| worse than generic's. The bandwidth kind is chosen first, every kind under
+    the rows informing it: memory on latency-bound decode rows and the max-load throughput rows it moves,
+    compute_by_format on prefill, TTFT and large-batch rows), the most specific policy ("versions" > "runtime" >
+    "none") under which none of that kind's metrics on that scope has a held-out median |error| worse than generic's. The bandwidth kind is chosen first, every kind under
     one policy; the compute kind is then judged with each scope's bandwidth kind at its choice, as they ship together.
     Runtimes running another's kernels (`kernels_from`) are judged after it, its choice fixed, per kind. Returns the
     choice (runtime -> kind -> policy, scope -> {kind -> policy}) and, per policy tried, the LOSO table (docs)."""
@@ -184,7 +193,8 @@ def select_policies(fitted: list, store) -> tuple[dict[str, dict], dict[str, lis
     scopes = {rt: sorted({r.scope for r in fitted if r.choice.profile.name == rt}) for rt in own}
     results = {p: _loso(fitted, store, {rt: p for rt in runtimes}, f"policy {p}") for p in POLICIES}
     tables = {p: loso_table(res) for p, res in results.items()}
-    memory = {p: loso_table(_of_kind(res, "memory"), by="scope") for p, res in results.items()}
+    memory = {p: loso_table(_of_kind(res, "memory"), by="scope") + loso_table(_max_load(res), by="scope")
+              for p, res in results.items()}
     chosen: dict[str, dict] = {}
     for rt in own:
         chosen[rt] = {k: "none" for k in KINDS}  # scopes without rows keep the priors
