@@ -36,10 +36,6 @@ SloOpt = Annotated[Optional[float], typer.Option(help="SLO in seconds.")]
 DISTS = ("ttft_s", "itl_s", "tpot_s", "e2e_s", "queue_wait_s")
 LABELS = {"ttft_s": "TTFT", "itl_s": "ITL (every gap)", "tpot_s": "TPOT (per request)", "e2e_s": "end-to-end",
           "queue_wait_s": "queue wait"}
-# What one simulation may hold: each replica keeps its KV pool's block table (about 50 bytes a block), and the
-# least_tokens and prefix routers look at every replica for each request
-MAX_REPLICAS = 1024
-MAX_POOL_BLOCKS = 20_000_000  # about 1 GB
 
 
 def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt, output, burstiness, slo_ttft,
@@ -59,7 +55,6 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     eff = runtime_efficiency(choice, card, hwc, wl)
     fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp), replicas, router.replace("-", "_"),
                         parse_disagg(disagg), network_gbps * 1e9 / 8 if network_gbps else None, eff=eff)
-    check_fleet_size(fleet, f"--disagg {disagg}" if disagg else f"--replicas {replicas:,}")
     trace_path = Path(trace) if trace else None
     prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
     with progress("simulating requests", None if trace else requests) as advance:
@@ -68,16 +63,6 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     result.extra.update(model=card.name, hardware=hwc.name, quant=wl.quant or "native", kv_quant=wl.kv_quant, tp=wl.tp,
                         pp=wl.pp, efficiency_source=fleet.setup.eff.source)
     return result
-
-
-def check_fleet_size(fleet, option: str) -> None:
-    """One line and exit 2 for a fleet whose replicas one simulation cannot hold (memory) or route (time)."""
-    n = fleet.replicas + fleet.prefill_replicas
-    blocks = n * fleet.setup.num_blocks
-    if n > 1 and (n > MAX_REPLICAS or blocks > MAX_POOL_BLOCKS):
-        most = max(1, min(MAX_REPLICAS, MAX_POOL_BLOCKS // fleet.setup.num_blocks))
-        raise RooflineError(f"{option}: {n:,} replicas of {fleet.setup.num_blocks:,} KV blocks each are more than one "
-                            f"simulation holds; simulate at most {most:,} replicas, with the load scaled to them")
 
 
 def serve_cmd(

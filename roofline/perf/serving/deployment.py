@@ -12,6 +12,10 @@ from roofline.perf.serving.workload import Request
 from roofline.sizing.kv import kv_bytes
 
 ROUTERS = ("round_robin", "least_tokens", "prefix")
+# What one simulation may hold: each replica keeps its KV pool's block table (about 50 bytes a block), and the
+# least_tokens and prefix routers look at every replica for each request
+MAX_REPLICAS = 1024
+MAX_POOL_BLOCKS = 20_000_000  # about 1 GB
 
 
 @dataclass
@@ -30,6 +34,13 @@ class Fleet:
             raise RooflineError(f"--router {self.router}: use one of {', '.join(ROUTERS)}")
         if self.prefill_setup is not None and self.prefill_replicas < 1:
             raise RooflineError("--disagg P:D needs P >= 1 prefill replicas")
+        n = self.replicas + self.prefill_replicas
+        if n > 1 and (n > MAX_REPLICAS or n * self.setup.num_blocks > MAX_POOL_BLOCKS):
+            most = max(1, min(MAX_REPLICAS, MAX_POOL_BLOCKS // self.setup.num_blocks))
+            option = "--disagg P:D" if self.prefill_setup is not None else "--replicas"
+            raise RooflineError(f"{option}: {n:,} replicas of {self.setup.num_blocks:,} KV blocks each are more than "
+                                f"one simulation holds; simulate at most {most:,} replicas, with the load scaled to "
+                                "them")
 
     @property
     def gpus(self) -> int:
