@@ -6,6 +6,8 @@ serving simulation), `model` (the transformer and its kernels) and `measure` (st
 Importing this package imports no torch; `roofline.engine.engine` (LLMEngine) does.
 """
 
+DTYPE_NAMES = ("fp32", "bf16", "fp16", "fp64")  # the dtypes the engine runs (engine.DTYPES maps them to torch's)
+
 
 def load():
     """The engine's torch modules, imported on first use: `.engine` (LLMEngine), `.bench`, `.microbench`, `.device`,

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+from roofline.engine import DTYPE_NAMES
 from roofline.engine.core.block_manager import BlockManager
 from roofline.engine.core.scheduler import Scheduled, Scheduler
 from roofline.engine.core.sequence import Sequence
@@ -24,7 +25,7 @@ from roofline.sizing.kv import kv_bytes
 from roofline.sizing.params import weight_bytes
 from roofline.sizing.reduce import reduce_card
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp64": torch.float64}
+DTYPES = dict(zip(DTYPE_NAMES, (torch.float32, torch.bfloat16, torch.float16, torch.float64)))
 KV_FORMAT = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp64": "fp32", "int8": "q8_0"}
 # what the process needs beyond weights and KV: torch's allocator, activations of one step, Python (measured
 # ~0.3-0.6 GB for a CPU process running 8B shapes); the guard keeps this much free

@@ -155,3 +155,45 @@ def test_import_to_an_empty_path_writes_nothing(to, tmp_path, capsys, monkeypatc
     before = files_under(tmp_path)
     refused(cli(capsys, "models", "import", cfg, "--name", "toy", "--to", to), "--to")
     assert files_under(tmp_path) == before
+
+
+# ------------------------------------------------------------------------------------------ 6. options and card fields
+
+
+@pytest.mark.parametrize("quant", ["=mxfp4", "=", "experts=mxfp4,=q8_0"])
+def test_a_format_with_no_component_before_the_equals_is_refused(quant, capsys):
+    refused(cli(capsys, "predict", "-m", "llama-3.1-8b", "--hw", "h100", "--quant", quant), "--quant", "no component")
+
+
+def test_an_empty_cards_path_is_refused_not_read_as_the_working_directory(tmp_path, capsys, monkeypatch):
+    from hostile import MODEL, write_card
+
+    write_card(tmp_path, "models", MODEL)  # '' would read this folder's models/
+    monkeypatch.chdir(tmp_path)
+    refused(cli(capsys, "predict", "-m", "toy", "--hw", "h100", "--cards", ""), "--cards", "empty path")
+    ok(cli(capsys, "predict", "-m", "toy", "--hw", "h100", "--cards", "."))  # the folder named as '.' still reads
+
+
+@pytest.mark.parametrize("kind, field", [("models", "architecture.vocab_size"), ("models", "architecture.num_layers"),
+                                         ("models", "architecture.moe.num_shared_experts"),
+                                         ("hardware", "interconnect.gpus_per_node")])
+def test_a_count_written_true_is_refused_not_read_as_one(kind, field, tmp_path, capsys):
+    from hostile import HW, MODEL, edited, write_card
+
+    if field.endswith("num_shared_experts"):
+        base = edited(MODEL, "architecture.moe", {"num_experts": 8, "experts_per_token": 2,
+                                                          "expert_intermediate_size": 1024})
+    else:
+        base = MODEL if kind == "models" else HW
+    write_card(tmp_path, kind, edited(base, field, True))
+    names = ("-m", "toy", "--hw", "h100") if kind == "models" else ("-m", "llama-3.1-8b", "--hw", "box")
+    refused(cli(capsys, "predict", *names, "--cards", tmp_path), field.rsplit(".", 1)[1], "expected a number")
+
+
+@pytest.mark.parametrize("kind, show", [("models", "roofline models show"), ("hardware", "roofline hw show")])
+def test_an_unknown_field_points_at_a_complete_card_of_its_own_kind(kind, show, tmp_path, capsys):
+    from hostile import HW, MODEL, edited, write_card
+
+    write_card(tmp_path, kind, edited(MODEL if kind == "models" else HW, "colour", "blue"))
+    names = ("-m", "toy", "--hw", "h100") if kind == "models" else ("-m", "llama-3.1-8b", "--hw", "box")
+    refused(cli(capsys, "predict", *names, "--cards", tmp_path), "colour", show)

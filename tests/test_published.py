@@ -46,6 +46,25 @@ def test_row_mapping(published_rows):
     assert row_kv(rows["H093"]) == "fp8" and row_kv(rows["H033"]) == "fp16"
 
 
+@pytest.mark.parametrize("text, kv", [("q8_0 (cache-type-k/v q8_0)", "q8_0"), ("bf16 (not stated)", "bf16"),
+                                      ("fp8_e4m3", "fp8"), ("auto (engine default)", "bf16"), ("", "bf16"),
+                                      ("not stated", "bf16")])
+def test_row_kv_reads_the_first_word(text, kv):
+    from roofline.calibrate.published import row_kv
+
+    assert row_kv({"kv_dtype": text, "engine": "vLLM 0.11", "weight_quant": "BF16"}) == kv
+
+
+def test_row_kv_that_names_no_format_is_skipped_with_the_reason(tmp_path):
+    from roofline.calibrate.published import predict_row, read_rows
+
+    path = tmp_path / "rows.csv"
+    path.write_text(HEADER + "\nX1,src,H100,vLLM 0.11,Llama,8,BF16,toaster,512,128,1,1,decode_tok_s,100,tok/s,,"
+                    "h100-sxm,llama-3.1-8b,1\n")
+    pred = predict_row(read_rows(path)[0], CardStore())
+    assert pred.predicted is None and "kv_dtype 'toaster'" in pred.skipped
+
+
 HEADER = "id,source,hardware,engine,model,params_b,weight_quant,kv_dtype,isl,osl,batch,tp,metric,value,unit,notes," \
          "hw_card,model_card,gpus"
 UNSEEN = [  # a CSV the project never saw: latency metrics, a per-GPU normalisation, and rows it must skip

@@ -436,6 +436,24 @@ def test_held_out_error_breaks_down_by_source_document():
     assert one["after"]["median_ape_pct"] == pytest.approx(abs(after.error_pct))
 
 
+def test_held_out_table_counts_rows_beyond_the_ceiling_and_leaves_them_out_of_that_column():
+    """A row measured past its datasheet ceiling (here a decode rate x100) is counted and left out of
+    `after_within_ceiling` only; `after` keeps every row."""
+    from dataclasses import replace
+
+    from roofline.calibrate.loso_report import loso_table
+    from roofline.calibrate.runtime_fit import leave_one_source_out
+
+    rows = [_fit_row(i) for i in ("H035", "H044", "L009")]
+    fast = replace(rows[1], row={**rows[1].row, "value": str(float(rows[1].row["value"]) * 100)})
+    results = leave_one_source_out([rows[0], fast, rows[2]], CardStore())
+    decode = next(g for g in loso_table(results) if g["metric"] == "decode_tok_s")
+    n_decode = sum(r.row["metric"] == "decode_tok_s" for r in rows)
+    assert decode["beyond_ceiling"] == 1 and decode["n"] == n_decode
+    assert decode["after_within_ceiling"]["n"] == n_decode - 1
+    assert decode["after"]["median_ape_pct"] > decode["after_within_ceiling"]["median_ape_pct"]
+
+
 def test_validate_by_source_cli_prints_each_documents_held_out_error(tmp_path):
     import csv
 

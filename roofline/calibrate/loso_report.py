@@ -11,7 +11,9 @@ from roofline.calibrate.row_params import FitRow
 def loso_table(results: list[tuple[FitRow, RowPrediction, RowPrediction]], by: str = "") -> list[dict]:
     """Per runtime (x hardware card, `by` "hardware"; x scope, "scope"; or x source document, "source": which document
     a runtime's held-out error comes from) and metric: n, sources, before (generic) and after (profiles), median /
-    p90 |err| and signed bias; the group's name under key `by`."""
+    p90 |err| and signed bias; the group's name under key `by`. `beyond_ceiling` counts the rows measured past their
+    datasheet ceiling (a throughput above it, a latency below it: they ran something else, e.g. a cached prompt), and
+    `after_within_ceiling` is `after` without them (where the generic prediction carries its ceiling)."""
     groups: dict[tuple, list] = {}
     for r, before, after in results:
         key = (r.choice.profile.name, {"hardware": before.hw, "scope": r.scope, "source": r.source}.get(by, ""),
@@ -23,7 +25,10 @@ def loso_table(results: list[tuple[FitRow, RowPrediction, RowPrediction]], by: s
         table.append({"runtime": runtime, **({by: group} if by else {}), "metric": metric, "n": len(items),
                       "sources": len({r.source for r, _, _ in items}),
                       "before": error_summary([b.predicted for _, b, _ in items], measured),
-                      "after": error_summary([a.predicted for _, _, a in items], measured)})
+                      "after": error_summary([a.predicted for _, _, a in items], measured),
+                      "beyond_ceiling": sum(b.beyond_ceiling for _, b, _ in items),
+                      "after_within_ceiling": error_summary([a.predicted for _, b, a in items if not b.beyond_ceiling],
+                                                            [b.measured for _, b, _ in items if not b.beyond_ceiling])})
     return table
 
 

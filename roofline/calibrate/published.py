@@ -19,10 +19,10 @@ import numpy as np
 from roofline.calibrate.fit import error_summary
 from roofline.calibrate.row_conditions import max_load_batch, row_flags, under_load
 from roofline.cards.files import MAX_CSV_BYTES, read_text
-from roofline.cards.formats import weight_format
+from roofline.cards.formats import kv_format, weight_format
 from roofline.cards.runtime import RuntimeChoice
 from roofline.cards.store import CardStore
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, UnknownNameError
 from roofline.perf.efficiency import Efficiency, ceiling_for, expected_efficiency
 from roofline.perf.ops import Step
 from roofline.perf.parallel import check_parallel
@@ -99,19 +99,28 @@ def row_quant(row: dict, card) -> str | None:
     return weight_format(q).name
 
 
+UNSTATED_KV = ("auto", "not", "default", "unknown", "n/a", "-")  # the engine's default: the model dtype
+
+
 def row_kv(row: dict) -> str:
-    """KV format: llama.cpp's default f16; NVIDIA's ModelOpt FP8/NVFP4 checkpoints run TensorRT-LLM with an FP8
-    KV cache (kv_cache_quant_algo FP8); otherwise bf16."""
-    text = row.get("kv_dtype", "").lower()
-    if "f16" in text:
-        return "fp16"
-    if "fp8" in text or ("tensorrt" in row.get("engine", "").lower() and row["weight_quant"].upper() in ("FP8", "NVFP4")):
+    """KV format from the kv_dtype text's first word ('f16 (llama.cpp default; not shown)' -> fp16, 'q8_0 (...)' ->
+    q8_0). Unstated ('auto', 'not stated', empty): NVIDIA's ModelOpt FP8/NVFP4 checkpoints run TensorRT-LLM with an FP8
+    KV cache (kv_cache_quant_algo FP8); otherwise bf16, the model dtype. A word that names no KV format is an error."""
+    text = row.get("kv_dtype", "").strip().lower()
+    word = re.split(r"[\s(;,]", text, maxsplit=1)[0]
+    if word and word not in UNSTATED_KV:
+        try:
+            return kv_format(word).name
+        except UnknownNameError:
+            raise RooflineError(f"kv_dtype {row.get('kv_dtype', '')!r} names no KV-cache format; start it with one "
+                                "of fp16, bf16, fp8, q8_0, q4_0, or write 'not stated'") from None
+    if "tensorrt" in row.get("engine", "").lower() and row["weight_quant"].upper() in ("FP8", "NVFP4"):
         return "fp8"
     return "bf16"
 
 
 def _int(text: str, default: int) -> int:
-    return int(text) if text and text.strip().isdigit() else default
+    return int(text) if text and text.strip().isdecimal() else default
 
 
 def row_depth(row: dict) -> int:
@@ -130,8 +139,8 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
                             model=row.get("model_card") or row.get("model", ""), engine=row.get("engine", ""),
                             source=source_document(row.get("source", "")))
     except (KeyError, ValueError, TypeError) as err:
-        return RowPrediction(row.get("id", "?"), row.get("metric", "?"), float("nan"), None,
-                             skipped=f"unreadable row: {err}")
+        return RowPrediction(row.get("id") or "?", row.get("metric") or "?", float("nan"), None,
+                             skipped=f"unreadable row: {row_problem(row) or err}")
     problem = row_problem(row) or under_load(row)
     if problem:
         out.skipped = problem
@@ -183,7 +192,10 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
     tp = _int(row.get("tp", ""), 1)
     # gpus > tp: llama.cpp's default layer split — each token passes every GPU in turn (pipeline stages)
     pp = max(gpus // tp, 1)
-    check_parallel(card, hw, tp, pp)  # a layout no engine runs: skipped with the reason, as `predict` refuses it
+    try:  # a layout no engine runs: skipped with the reason, as `predict` refuses it
+        check_parallel(card, hw, tp, pp)
+    except RooflineError as err:  # its text names predict's options: say which columns set them
+        raise RooflineError(f"gpus {gpus}, tp {tp} (tp {tp} x pp {pp}): {err}") from None
     quant, kv = row_quant(row, card), row_kv(row)
     isl, osl = _int(row["isl"], 0), _int(row["osl"], 0)
     batch = _int(row["batch"], 0)
@@ -202,7 +214,7 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
     if metric == "agg_output_tok_s":
         replicas = max(gpus // (tp * pp), 1)
         wl = Workload(prompt_tokens=isl, output_tokens=osl, batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
-        if not row["batch"].strip().isdigit():  # `max`: the scheduler's max-load batch; a stated batch is kept
+        if not row["batch"].strip().isdecimal():  # `max`: the scheduler's max-load batch; a stated batch is kept
             wl = _at_max_load(card, hw, wl, cap)
         values, _, _ = request_metrics(card, hw, wl, eff)
         return float(wl.batch * wl.output_tokens / values["e2e_s"]) * replicas
@@ -299,28 +311,53 @@ def read_rows(path: Path) -> list[dict]:
     """The rows of a CSV file read through the bounded reader (regular file, size cap, UTF-8)."""
     text = read_text(Path(path), MAX_CSV_BYTES, "CSV file")
     try:
-        return list(csv.DictReader(io.StringIO(text, newline="")))
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        twice = sorted({c for c in reader.fieldnames or [] if (reader.fieldnames or []).count(c) > 1})
+        if twice:
+            raise RooflineError(f"--published {path}: the header names column {twice[0]!r} twice; keep one")
+        return list(reader)
     except csv.Error as err:
         raise RooflineError(f"--published {path}: not a readable CSV ({err})") from None
+
+
+MIN_MEASUREMENT = 1e-6  # below any real latency (ms, s) or rate (tok/s): a smaller value is a typo or an underflow
+
+
+def metric_units(metric: str) -> tuple[str, ...]:
+    """The units a metric's value may be written in, by its name: 'ttft_ms' -> ms, 'batch_latency_s' -> s,
+    'decode_tok_s' -> tok/s, 'agg_output_tok_s_per_gpu' -> tok/s/GPU or tok/s (the name carries the per-GPU); none
+    for a name roofline does not read."""
+    base, per = _split_normalisation(metric)
+    unit = "tok/s" if base.endswith("_tok_s") else "ms" if base in LATENCY_MS else "s" if base in LATENCY_S else None
+    if unit is None:
+        return ()
+    return (f"{unit}/{per.removeprefix('per_').upper()}", unit) if per else (unit,)
 
 
 def row_problem(row: dict) -> str | None:
     """Why a row's numbers cannot be predicted (a zero, negative, NaN or infinite measurement; zero GPUs; a count
     beyond the workload's bound), or None when they can."""
+    if None in row:  # csv.DictReader keeps a long row's extra fields under the key None
+        return "the row has more fields than the header (an unquoted comma?)"
+    if None in row.values():
+        return "the row has fewer fields than the header"
     try:
         value = float(row["value"])
     except (KeyError, TypeError, ValueError):
         return f"value {row.get('value')!r} is not a number"
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value < MIN_MEASUREMENT:
         return f"value {row['value']!r} is not a positive finite measurement"
+    unit, expected = str(row.get("unit") or "").strip(), metric_units(str(row.get("metric") or ""))
+    if unit and expected and unit.replace(" ", "").lower() not in (u.lower() for u in expected):
+        return f"unit {unit[:20]!r} is not {row['metric']}'s {expected[0]}; give the value in {expected[0]}"
     for column in ("gpus", "tp", "isl", "osl", "batch"):
         text = str(row.get(column) or "").strip()
         if column == "batch" and text.lower() == "max":  # the scheduler's max-load batch
             continue
-        if text and not text.isdigit():
+        if text and not text.isdecimal():
             unstated = "" if column in ("gpus", "tp") else " (leave it empty where the source does not state it)"
             return f"{column} {text[:40]!r} is not a whole number{unstated}"
-        if column in ("gpus", "tp") and text and int(text) == 0:
+        if column in ("gpus", "tp", "batch") and text and int(text) == 0:
             return f"{column} {text!r} is not a positive whole number"
         if len(text) > len(str(MAX_COUNT)) or text and int(text) > MAX_COUNT:
             return f"{column} {text[:40]} is beyond the bound of {MAX_COUNT:,}"

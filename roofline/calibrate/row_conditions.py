@@ -35,7 +35,7 @@ def under_load(row: dict) -> str | None:
     rate = REQUEST_RATE.search(notes)
     if rate:
         return f"requests at {rate.group(1) or rate.group(2)} req/s: the serving simulator's (benchmarks/serving_published.py)"
-    if CLOSED_LOOP.search(notes) and batch.isdigit() and int(batch) > 1:
+    if CLOSED_LOOP.search(notes) and batch.isdecimal() and int(batch) > 1:
         return f"a closed loop of {batch} clients: the serving simulator's (benchmarks/serving_published.py)"
     return None
 

@@ -73,7 +73,7 @@ def narrow_expert_gemms(row: dict, card, hw, choice: RuntimeChoice) -> bool:
         tokens = min(prompt, chunk) if chunk else prompt
     else:
         batch = str(row.get("batch") or "1").strip()
-        tokens = float(batch) if batch.replace(".", "", 1).isdigit() else math.inf  # "max": a full batch
+        tokens = float(batch) if batch.replace(".", "", 1).isdecimal() else math.inf  # "max": a full batch
     return tokens * moe.experts_per_token / moe.num_experts < EXPERT_TILE_TOKENS
 
 
@@ -121,7 +121,7 @@ def _param(row: dict, shared_kernel: bool = False, card=None) -> str:
     A row stating formats per component ("default=nvfp4,attention=bf16") informs the format of its largest active
     component, the one most of its GEMM FLOPs run in."""
     batch = row.get("batch", "").strip()
-    small = batch.isdigit() and int(batch) <= LATENCY_BOUND_BATCH
+    small = batch.isdecimal() and int(batch) <= LATENCY_BOUND_BATCH
     if row["metric"] in DECODE_METRICS and (small or not batch):
         return "memory"
     try:

@@ -383,7 +383,8 @@ def _held_out(source: str, job: tuple | None = None) -> list[tuple[int, RowPredi
     held = [i for i, r in enumerate(rows) if r.source == source]
     keys = {(rows[i].choice.profile.kernels_from or rows[i].choice.profile.name, rows[i].scope) for i in held}
     fits = fit_all([r for r in rows if r.source != source], store, policies, keys)
-    return [(i, predict_row(rows[i].row, store), predict_fitted(rows[i], store, fits, policies)) for i in held]
+    return [(i, predict_row(rows[i].row, store, ceiling=True), predict_fitted(rows[i], store, fits, policies))
+            for i in held]
 
 
 def _held_out_in_worker(source: str) -> tuple[list, dict]:

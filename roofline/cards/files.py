@@ -14,6 +14,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 import yaml
 
@@ -28,27 +29,33 @@ MAX_YAML_NODES = 200_000  # nodes after alias expansion: a calibrated card holds
 _SYSTEM_ROOTS = ("/proc", "/sys", "/dev")
 
 
-def read_text(path: Path, max_bytes: int = MAX_CARD_BYTES, what: str = "file") -> str:
-    """The UTF-8 text of a regular file of at most `max_bytes`; CardError (one line) otherwise. Never blocks on a
-    FIFO (opened non-blocking, then checked to be a regular file)."""
+def open_regular(path: Path, what: str = "file") -> BinaryIO:
+    """A regular file opened for binary reading; CardError (one line) for a directory, a FIFO, socket or device, or a
+    path that cannot be opened. Never blocks on a FIFO (opened non-blocking, then checked to be a regular file)."""
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         raise CardError(path, "", f"cannot read file ({err.strerror or err})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO, socket or device)"
-            raise CardError(path, "", f"{kind}; give a {what} path")
-        if info.st_size > max_bytes:
-            raise CardError(path, "", f"{info.st_size:,} bytes is larger than the {max_bytes:,}-byte limit for a {what}")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(max_bytes + 1)
-    except OSError as err:
-        raise CardError(path, "", f"cannot read file ({err.strerror or err})") from None
-    finally:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO, socket or device)"
+        raise CardError(path, "", f"{kind}; give a {what} path")
+    return os.fdopen(fd, "rb")
+
+
+def read_text(path: Path, max_bytes: int = MAX_CARD_BYTES, what: str = "file") -> str:
+    """The UTF-8 text of a regular file (`open_regular`) of at most `max_bytes`; CardError (one line) otherwise."""
+    path = Path(path)
+    with open_regular(path, what) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > max_bytes:
+            raise CardError(path, "", f"{size:,} bytes is larger than the {max_bytes:,}-byte limit for a {what}")
+        try:
+            data = f.read(max_bytes + 1)
+        except OSError as err:
+            raise CardError(path, "", f"cannot read file ({err.strerror or err})") from None
     if len(data) > max_bytes:
         raise CardError(path, "", f"larger than the {max_bytes:,}-byte limit for a {what}")
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from roofline.cards.formats import MATH_DTYPES
 from roofline.cards.quantity import (
@@ -23,7 +23,7 @@ class Memory(Strict):
     capacity_bytes: PositiveBytes = Field(alias="capacity")
     bandwidth_bytes_per_s: PositiveBytesPerS = Field(alias="bandwidth")
     type: str | None = None
-    unified: bool = False
+    unified: StrictBool = False
     # unified parts: what the OS, CPU and driver keep out of the GPU's reach (capacity - usable)
     reserved_bytes: Bytes = Field(0.0, alias="reserved")
 

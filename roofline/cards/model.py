@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from roofline.cards.formats import card_format, weight_format
 from roofline.cards.schema import (
@@ -36,7 +36,10 @@ def parse_weight_spec(spec: str, what: str = "--quant") -> dict[str, str]:
 
     out: dict[str, str] = {}
     for part in (p.strip() for p in spec.split(",") if p.strip()):
-        component, _, fmt = part.rpartition("=")
+        component, eq, fmt = part.rpartition("=")
+        if eq and not component.strip():  # '=mxfp4': an '=' with no component before it
+            raise RooflineError(f"{what}: {part!r} names no component before '='; write {fmt.strip() or 'q4_k_m'} "
+                                f"alone, or component=format (experts={fmt.strip() or 'mxfp4'})")
         component = component.strip() or "default"
         if component not in ("default", *COMPONENTS):
             raise RooflineError(f"{what}: unknown component '{component}' in {spec!r}; use default or one of "
@@ -62,11 +65,11 @@ class Attention(Strict):
     num_kv_heads: Heads
     head_dim: Width
     sliding_window: Context | None = None
-    qkv_bias: bool = False
-    o_bias: bool = False
-    qk_norm: bool = False
-    sinks: bool = False  # gpt-oss learned attention sinks: one scalar per head
-    output_gate: bool = False  # Qwen3-Next gated attention: q_proj also emits a per-channel sigmoid gate for o_proj
+    qkv_bias: StrictBool = False
+    o_bias: StrictBool = False
+    qk_norm: StrictBool = False
+    sinks: StrictBool = False  # gpt-oss learned attention sinks: one scalar per head
+    output_gate: StrictBool = False  # Qwen3-Next gated attention: q_proj also emits a per-channel sigmoid gate
     attention_chunk_size: Context | None = None  # Llama-4 'chunked' layers attend inside chunks this long
 
     @model_validator(mode="after")
@@ -134,15 +137,20 @@ class Mamba1(Strict):
     state_size: Width
     conv_kernel: Small = 4
     dt_rank: Width
-    inner_norms: bool = False  # Jamba RMS-normalises dt, B and C inside the mixer
+    inner_norms: StrictBool = False  # Jamba RMS-normalises dt, B and C inside the mixer
     state_dtype: str | None = None
+
+
+# the FFN activations the predictor and the engine know (engine/model/modules.py ACTIVATIONS); swiglu_clamped is
+# gpt-oss's SwiGLU with clamped inputs
+Activation = Literal["silu", "gelu", "gelu_tanh", "relu", "relu2", "swiglu_clamped"]
 
 
 class FFN(Strict):
     intermediate_size: Width
-    activation: str = "silu"  # silu, gelu, gelu_tanh, relu, relu2, swiglu_clamped
-    gated: bool = True
-    bias: bool = False
+    activation: Activation = "silu"
+    gated: StrictBool = True
+    bias: StrictBool = False
 
 
 class MoE(Strict):
@@ -152,9 +160,9 @@ class MoE(Strict):
     num_shared_experts: int = Field(0, ge=0, le=MAX_LAYERS)
     shared_expert_intermediate_size: int | None = Field(None, ge=0, le=1 << 20)  # total width of the shared expert(s)
     first_dense_layers: int = Field(0, ge=0, le=MAX_LAYERS)  # 'first_k_dense_replace'
-    gated: bool = True
-    expert_bias: bool = False
-    router_bias: bool = False
+    gated: StrictBool = True
+    expert_bias: StrictBool = False
+    router_bias: StrictBool = False
     latent_size: Width | None = None  # LatentMoE: experts run in this width; hidden<->latent projections
 
     @model_validator(mode="after")
@@ -174,7 +182,7 @@ class Mamba2(Strict):
     chunk_size: Context = 256
     state_dtype: str | None = None  # e.g. fp32 ('mamba_ssm_cache_dtype'); None = the KV-cache format
     # gated RMSNorm [d_inner] before out_proj; Falcon-H1 configs with 'mamba_rms_norm: false' gate with silu(z) only
-    gated_norm: bool = True
+    gated_norm: StrictBool = True
 
     @property
     def d_inner(self) -> int:
@@ -188,9 +196,9 @@ class LayerType(Strict):
     ffn: FfnKind = "auto"
     num_kv_heads: Heads | None = None
     head_dim: Width | None = None
-    k_eq_v: bool = False  # keys reused as values: one projection and one cache tensor
+    k_eq_v: StrictBool = False  # keys reused as values: one projection and one cache tensor
     compress_ratio: Small | None = None  # compressed layers: tokens pooled into one cached entry
-    indexer: bool = False  # compressed layers: top-k sparse selection over the entries (DeepSeek-V4 CSA)
+    indexer: StrictBool = False  # compressed layers: top-k sparse selection over the entries (DeepSeek-V4 CSA)
 
 
 # Letters every card may use in `layer_pattern` without declaring them; Nemotron-H letters included.
@@ -243,7 +251,7 @@ class Architecture(Strict):
     compressed: Compressed | None = None
     deltanet: DeltaNet | None = None
     mamba1: Mamba1 | None = None
-    tie_embeddings: bool = False
+    tie_embeddings: StrictBool = False
     max_context: Context
     rope: Rope | None = None
     norms_per_layer: int = Field(2, ge=0, le=16)
@@ -300,9 +308,9 @@ class ParamCount(Strict):
     total: float = Field(gt=0, le=1e16)
     active: float | None = Field(None, gt=0, le=1e16)
     source: str
-    includes_mtp: bool = False  # the published figure counts multi-token-prediction modules (DeepSeek-V3: 685B)
-    active_excludes_embedding: bool = False  # the published active figure leaves out the input embedding (gpt-oss)
-    active_excludes_lm_head: bool = False  # ... and the output projection too (GLM-4.5 counts only the decoder layers)
+    includes_mtp: StrictBool = False  # the published figure counts multi-token-prediction modules (DeepSeek-V3: 685B)
+    active_excludes_embedding: StrictBool = False  # the published active figure leaves out the embedding (gpt-oss)
+    active_excludes_lm_head: StrictBool = False  # ... and the output projection too (GLM-4.5: decoder layers only)
     # the published active figure is only given to this unit (e.g. 1e9 for IBM's '9B active'): a derived count
     # within half of it matches, where that is wider than the 2% the card test allows otherwise
     active_rounded_to: float | None = Field(None, gt=0)

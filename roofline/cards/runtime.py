@@ -14,11 +14,17 @@ import re
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from roofline.cards.formats import GGUF_FORMATS, MATH_DTYPES, card_format
 from roofline.cards.quantity import PositiveBytes
-from roofline.cards.schema import Strict, card_name
+from roofline.cards.schema import (
+    MAX_CONTEXT,
+    MAX_SMALL,
+    Strict,
+    card_name,
+    efficiency_number_problem,
+)
 
 Fraction = float  # (0, 1], checked by EfficiencyOverrides
 
@@ -68,7 +74,7 @@ class EfficiencyOverrides(Strict):
     sequence_overhead_s: float | None = Field(None, ge=0)
     token_overhead_s: float | None = Field(None, ge=0)  # host work per new token a step schedules
     allreduce_latency_hops: float | None = Field(None, ge=0)  # link latencies per all-reduce; 0 = the ring's
-    flash_attention: bool | None = None  # False: scores materialised between kernels (llama.cpp without -fa)
+    flash_attention: StrictBool | None = None  # False: scores materialised between kernels (llama.cpp without -fa)
     prefill_chunk_tokens: float | None = Field(None, ge=0)  # prompt tokens per prefill step (-ub, num_batch); 0 = all
     # large-GEMM efficiency of one weight format's kernels, beside its math dtype's (llama.cpp MMQ per k-quant)
     compute_by_format: dict[str, float] = {}
@@ -84,6 +90,23 @@ class EfficiencyOverrides(Strict):
     def _gguf_key(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
         expanded = {fmt: v["gguf"] for fmt in GGUF_FORMATS} if "gguf" in v else {}
         return expanded | {fmt: dtypes for fmt, dtypes in v.items() if fmt != "gguf"}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers(cls, data):
+        """Every number field a number (not `true`), finite and within its bound (cards.schema)."""
+        for name in (*FRACTION_FIELDS, *FLOOR_FIELDS, *NUMBER_FIELDS) if isinstance(data, dict) else ():
+            value = data.get(name)
+            if isinstance(value, bool):
+                raise ValueError(f"{name}: {value!r} is not a number")
+            problem = efficiency_number_problem(name, value) if name in NUMBER_FIELDS and value is not None else None
+            if problem:
+                raise ValueError(f"{name}: {problem}")
+        for field in ("compute_by_format", "compute_quantized"):
+            table = data.get(field) if isinstance(data, dict) else None
+            if isinstance(table, dict) and any(isinstance(v, bool) for v in table.values()):
+                raise ValueError(f"{field}: give fractions of the peak in (0, 1], not true/false")
+        return data
 
     @model_validator(mode="after")
     def _fractions(self):
@@ -117,15 +140,22 @@ class EfficiencyOverrides(Strict):
         return {k: v for k, v in self.model_dump(exclude=merged).items() if v is not None}
 
 
+# The most sequences one replica's scheduler may hold (vLLM's max_num_seqs defaults to 256-1024; TensorRT-LLM's
+# max_batch_size to 2,048) and the most llama.cpp server slots (-np; one context each): far above any deployment,
+# low enough that the simulator's per-sequence arrays stay small
+MAX_SEQUENCES = 65_536
+MAX_SLOTS = 4_096
+
+
 class Scheduler(Strict):
     """RUNTIME_SCHEDULER.md: the serving simulator's per-step limits. None = the generic default."""
 
-    max_num_batched_tokens: int | None = Field(None, gt=0)
-    max_num_seqs: int | None = Field(None, gt=0)
-    chunked_prefill: bool | None = None
-    block_size_tokens: int | None = Field(None, gt=0)
-    parallel_slots: int | None = Field(None, gt=0)
-    slot_context_tokens: int | None = Field(None, gt=0)
+    max_num_batched_tokens: int | None = Field(None, gt=0, le=MAX_CONTEXT)
+    max_num_seqs: int | None = Field(None, gt=0, le=MAX_SEQUENCES)
+    chunked_prefill: StrictBool | None = None
+    block_size_tokens: int | None = Field(None, gt=0, le=MAX_SMALL)
+    parallel_slots: int | None = Field(None, gt=0, le=MAX_SLOTS)
+    slot_context_tokens: int | None = Field(None, gt=0, le=MAX_CONTEXT)
 
 
 class ContextTier(Strict):
@@ -133,7 +163,7 @@ class ContextTier(Strict):
     the GPUs) is below `below`; no `below`: every larger device."""
 
     below_bytes: PositiveBytes | None = Field(None, alias="below")
-    tokens: int = Field(gt=0)
+    tokens: int = Field(gt=0, le=MAX_CONTEXT)
 
 
 class MemoryPolicy(Strict):
@@ -141,7 +171,7 @@ class MemoryPolicy(Strict):
 
     policy: Literal["preallocate", "on_demand", "per_slot"] | None = None
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
-    default_context_tokens: int | None = Field(None, gt=0)
+    default_context_tokens: int | None = Field(None, gt=0, le=MAX_CONTEXT)
     # the default context by device memory (Ollama from 0.15.5), smallest tier first; default_context_tokens stays
     # the answer where no device is named
     default_context_tiers: list[ContextTier] | None = None
@@ -165,7 +195,7 @@ class Version(Strict):
     notes: str = ""
     # decode steps captured as CUDA graphs: descriptive (shown, not applied); the launch cost a runtime pays per
     # kernel is its fitted `kernel_overhead_s`, and a version range whose graphs changed decode `refits: memory`
-    cuda_graphs: bool | None = None
+    cuda_graphs: StrictBool | None = None
     efficiency: dict[str, EfficiencyOverrides] = {}
     scheduler: Scheduler = Scheduler()
     memory: MemoryPolicy = MemoryPolicy()
@@ -184,11 +214,12 @@ class RuntimeProfile(Strict):
     aliases: list[str] = []
     description: str = ""
     homepage: str
-    runs_on: list[str]  # vendors, hardware kinds and/or vendor-kinds it runs on: nvidia, amd, apple, cpu, intel-gpu...
-    weight_formats: list[str]  # the formats it can load (roofline's names, see `roofline formats`)
-    kv_formats: list[str]
+    # vendors, hardware kinds and/or vendor-kinds it runs on: nvidia, amd, apple, cpu, intel-gpu...
+    runs_on: list[str] = Field(min_length=1)
+    weight_formats: list[str] = Field(min_length=1)  # the formats it can load (see `roofline formats`)
+    kv_formats: list[str] = Field(min_length=1)
     default_kv_format: str
-    cuda_graphs: bool | None = None
+    cuda_graphs: StrictBool | None = None
     efficiency: dict[str, EfficiencyOverrides] = {}
     scheduler: Scheduler = Scheduler()
     memory: MemoryPolicy = MemoryPolicy()
@@ -208,11 +239,11 @@ class RuntimeProfile(Strict):
     # every quantized weight format runs one family of kernels (llama.cpp: ggml's dequantizing matmuls per block
     # type), so a format the published rows do not inform takes the mean of its fitted siblings in the same math
     # dtype (Efficiency.compute_quantized) rather than the hardware kind's prior; needs a source
-    quantized_kernel_family: bool = False
+    quantized_kernel_family: StrictBool = False
     # MoE prompts run each touched expert's tokens through GEMM tiles of their own (llama.cpp: ggml's mul_mat_id
     # sorts tokens by expert), so a step pays a fixed cost per touched expert (Efficiency.expert_gemm_overhead_s),
     # fitted on MoE rows too narrow for a tile per expert; needs a source. False: such rows are predicted, not fitted
-    expert_gemm_tiles: bool = False
+    expert_gemm_tiles: StrictBool = False
     # one hardware card (by name) under this runtime: measured there (`roofline calibrate` writes the micro-engine's
     # fit here), or a kernel path only that card takes (ggml-vulkan never gives the Arc A770 cooperative matrices);
     # applied after every scope; each needs `sources: devices.<card>`
@@ -310,14 +341,19 @@ def _valid_scope(scope: str) -> bool:
     return bool(re.fullmatch(r"[a-z]+", parts[0])) and (len(parts) == 1 or len(parts) == 2 and parts[1] in SCOPE_KINDS)
 
 
+# a version as users write it, after one leading 'v' or 'b': numbers joined by dots, then pre/post-release tags
+VERSION = re.compile(r"\d+(\.\d+)*([.\-]?(rc|a|b|dev|post)\.?\d*)*")
+
+
 @lru_cache(maxsize=4096)  # parsed on every prediction a profile's version ranges take part in
 def version_key(text: str) -> tuple:
     """Order versions as users write them: 'b6918' (llama.cpp build) -> (6918,), '0.10.1' -> (0, 10, 1),
-    'v1.0rc2' -> (1, 0, -1, 2). Raises ValueError on text with no number."""
-    t = text.strip().lower().lstrip("vb")
+    'v1.0rc2' -> (1, 0, -1, 2). Raises ValueError on text that is not a version ('-1', '0.11;rm')."""
+    t = text.strip().lower()
+    t = t[1:] if t[:1] in ("v", "b") else t
+    if not VERSION.fullmatch(t):
+        raise ValueError(f"'{text}' is not a version (like 0.10.1, 1.0rc2 or b6918)")
     nums = re.findall(r"\d+|rc|a|b|dev|post", t)
-    if not nums or not nums[0].isdigit():
-        raise ValueError(f"'{text}' is not a version (like 0.10.1, 1.0 or b6918)")
     pre = {"dev": -3, "a": -2, "b": -2, "rc": -1, "post": 1}
     return tuple(int(n) if n.isdigit() else pre[n] for n in nums)
 

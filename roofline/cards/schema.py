@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import math
+from typing import Annotated, Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 Num = Any  # a float, or a numpy array broadcast over batch x context (one code path for a point and a grid)
 
@@ -20,13 +21,17 @@ MAX_VOCAB = 1 << 24  # 16.7M tokens
 MAX_CONTEXT = 1 << 30  # 1.07e9 tokens
 MAX_SMALL = 1024  # kernel sizes, chunk sizes, groups, ratios, per-layer repeats
 
-Layers = Annotated[int, Field(gt=0, le=MAX_LAYERS)]
-Heads = Annotated[int, Field(gt=0, le=MAX_HEADS)]
-Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
-Experts = Annotated[int, Field(gt=0, le=MAX_EXPERTS)]
-Vocab = Annotated[int, Field(gt=0, le=MAX_VOCAB)]
-Context = Annotated[int, Field(gt=0, le=MAX_CONTEXT)]
-Small = Annotated[int, Field(gt=0, le=MAX_SMALL)]
+def _count(most: int):
+    return Annotated[int, Field(gt=0, le=most)]
+
+
+Layers = _count(MAX_LAYERS)
+Heads = _count(MAX_HEADS)
+Width = _count(MAX_WIDTH)
+Experts = _count(MAX_EXPERTS)
+Vocab = _count(MAX_VOCAB)
+Context = _count(MAX_CONTEXT)
+Small = _count(MAX_SMALL)
 
 
 class Strict(BaseModel):
@@ -34,6 +39,22 @@ class Strict(BaseModel):
     infinities in every float (a card's number must be a number)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_are_not_booleans(cls, data):
+        """A number field written `true` is a typo, not 1 (pydantic's lax mode would take a bool as a number)."""
+        if isinstance(data, dict):
+            for name, info in cls.model_fields.items():
+                if isinstance(data.get(name), bool) and _numeric(info.annotation):
+                    raise ValueError(f"{name}: expected a number, got {str(data[name]).lower()}")
+        return data
+
+
+def _numeric(annotation: object) -> bool:
+    """int or float, or an optional one (`float | None`)."""
+    args = get_args(annotation) or (annotation,)
+    return any(a in (int, float) for a in args) and bool not in args
 
 
 def first_problem(err: ValidationError) -> tuple[str, str, dict]:
@@ -51,3 +72,24 @@ def card_name(value: str, example: str) -> str:
     if value != value.lower() or " " in value:
         raise ValueError(f"must be lowercase with no spaces, e.g. '{example}'")
     return value
+
+
+# The most a non-fraction efficiency field may say (a hardware card's `efficiency:`, a runtime profile's): far above
+# any measured value, low enough that a step's arithmetic stays finite (a typo such as 1e300 would overflow it).
+SECONDS_MAX = 1.0  # a fixed cost per kernel, step, sequence or token of a second is no runtime's
+TOKENS_MAX = MAX_CONTEXT  # tile sizes, batch and context buckets, prefill chunks
+EFFICIENCY_MAX = {"gemv_unit_bandwidth_bytes_per_s": 1e14, "kernels_per_expert": MAX_SMALL,
+                  "routing_concentration": 1e6, "allreduce_latency_hops": MAX_SMALL}
+
+
+def efficiency_number_problem(key: str, value: object) -> str | None:
+    """Why `value` cannot be the non-fraction efficiency field `key` (None: it can): a number (not a bool), finite,
+    >= 0 and at most its bound; a prefill chunk of 0 (the whole prompt) or at least one token."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return f"{value!r} is not a finite number"
+    most = SECONDS_MAX if key.endswith("_overhead_s") else EFFICIENCY_MAX.get(key, TOKENS_MAX)
+    if not 0 <= value <= most:
+        return f"{value!r} is outside [0, {most:g}]"
+    if key == "prefill_chunk_tokens" and 0 < value < 1:
+        return f"{value!r}: give 0 (the whole prompt in one step) or a whole number of tokens"
+    return None

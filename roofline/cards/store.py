@@ -60,6 +60,11 @@ def read_yaml(path: Path) -> dict:
     return data
 
 
+# a complete card of each kind, shown where a card has a field its schema lacks
+_EXAMPLE = {"HardwareCard": "roofline hw show h100-sxm", "ModelCard": "roofline models show llama-3.1-8b",
+            "RuntimeProfile": "roofline runtimes show vllm"}
+
+
 def validate_card(schema: type[Card], data: dict, path: object) -> Card:
     """Validate a mapping into a card; the first problem becomes one line naming file, field and fix."""
     try:
@@ -68,7 +73,8 @@ def validate_card(schema: type[Card], data: dict, path: object) -> Card:
         loc, msg, first = first_problem(err)
         loc = loc or "card"
         if first["type"] == "extra_forbidden":
-            msg = "unknown field (check the spelling; see `roofline hw show h100-sxm` for a complete card)"
+            example = _EXAMPLE.get(schema.__name__, _EXAMPLE["HardwareCard"])
+            msg = f"unknown field (check the spelling; see `{example}` for a complete card)"
         raise CardError(path, loc, msg) from None
 
 
@@ -103,20 +109,25 @@ class _Entry(Generic[Card]):
 class CardStore:
     """All cards visible to one command. Loads each YAML lazily, once."""
 
-    extra_dirs: list[Path] = field(default_factory=list)
+    extra_dirs: list[Path | str] = field(default_factory=list)
     # suffix -> reader of a model file given by path (roofline.importers.open_store fills it: .json, ...)
     model_loaders: dict[str, ModelLoader] = field(default_factory=dict)
     _index: dict[str, dict[str, _Entry]] = field(default_factory=dict)
+    with_user_cards: bool = True  # False: the bundled set (and --cards) only, as shipped
 
     def __post_init__(self):
         for d in self.extra_dirs:
+            if isinstance(d, str) and not d.strip():  # --cards '' (the CLI passes the text; Path('') is '.')
+                raise RooflineError("--cards: empty path; give the folder that holds hardware/ and/or models/ "
+                                    "(--cards ./my-cards)")
             if not Path(d).is_dir():
                 raise RooflineError(f"--cards: {d} is not a directory (it should hold hardware/ and/or models/)")
             if not any((Path(d) / kind).is_dir() for kind in KINDS):
                 raise RooflineError(f"--cards: {d} has neither a hardware/ nor a models/ folder")
 
     def sources(self) -> list[tuple[str, Path]]:
-        return [("bundled", bundled_dir()), ("user", user_dir())] + [("cards", Path(d)) for d in self.extra_dirs]
+        user = [("user", user_dir())] if self.with_user_cards else []
+        return [("bundled", bundled_dir())] + user + [("cards", Path(d)) for d in self.extra_dirs]
 
     def _entries(self, kind: str) -> dict[str, _Entry]:
         if kind not in self._index:
@@ -207,18 +218,32 @@ class CardStore:
         entries = self._entries(kind)
         if key in entries:
             return self._card(kind, entries[key])
-        exact: dict[str, object] = {}
+        exact: dict[str, list] = {}
         loose: dict[str, dict[str, object]] = {}
         for card in self.all(kind):
             for alias in names_of(card):
-                exact.setdefault(alias.lower(), card)
+                claim = exact.setdefault(alias.lower(), [])
+                if card not in claim:  # a card may list one alias in two spellings
+                    claim.append(card)
                 loose.setdefault(name_key(alias), {})[card.name] = card
         if key in exact:
-            return exact[key]
+            return self._claimed(kind, name, exact[key])
         found = loose.get(name_key(name), {})
         if len(found) > 1:
             raise RooflineError(f"'{name}' could mean {', '.join(sorted(found))}; give one of these names")
         return next(iter(found.values()), None)
+
+    def _claimed(self, kind: str, name: str, cards: list):
+        """The card an alias names when several claim it: the one from the later source (--cards over the user
+        directory over the bundled set, as a card's own name overrides); two from one source are an error."""
+        rank = {origin: i for i, (origin, _) in enumerate(self.sources())}
+        entries = self._entries(kind)
+        top = max(rank[entries[c.name].origin] for c in cards)
+        best = [c for c in cards if rank[entries[c.name].origin] == top]
+        if len(best) > 1:
+            raise RooflineError(f"'{name}' is an alias of {', '.join(sorted(c.name for c in best))}; give one of "
+                                "these names (or drop the alias from one card)")
+        return best[0]
 
     def model_and_format(self, name: str) -> tuple[ModelCard, str | None]:
         """A model and the weight formats its name carries, if any: a published checkpoint the card lists
@@ -281,7 +306,7 @@ class CardStore:
         try:
             return choose_version(profile, version.strip() or None, date)
         except ValueError as err:
-            raise RooflineError(f"--runtime {spec}: {err}") from None
+            raise RooflineError(f"--runtime: {err}") from None
 
 
 def names_of(card) -> tuple[str, ...]:

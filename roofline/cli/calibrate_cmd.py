@@ -13,6 +13,7 @@ from roofline.cards.files import check_output_dir
 from roofline.cards.store import read_yaml, user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, store
 from roofline.cli.output import Column, emit, table
+from roofline.engine import DTYPE_NAMES
 from roofline.errors import RooflineError
 
 
@@ -22,7 +23,7 @@ def calibrate_cmd(
     force: Annotated[bool, typer.Option("--force", help="Write the card even when the run looks contended or the "
                                         "existing card predicts better.")] = False,
     grid: Annotated[Optional[str], typer.Option(help="quick, full or smoke (seconds; for tests).")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Card directory (default: $ROOFLINE_HOME).")] = None,
+    out: Annotated[Optional[str], typer.Option("--out", help="Card directory (default: $ROOFLINE_HOME).")] = None,
     hw: Annotated[Optional[str], typer.Option("--hw", help="Base card (default: recognised device or this host).")] = None,
     dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: bf16 on CUDA and on CPUs whose bf16 GEMM doubles fp32, else fp32).")] = None,
     tp: Annotated[int, typer.Option("--tp", help="Also measure all-reduces over N processes and fit the link (N > 1).")] = 1,
@@ -36,7 +37,12 @@ def calibrate_cmd(
     from roofline.calibrate.calibration import ENGINE_RUNTIME, engine_profile, write_card_atomic
     from roofline.calibrate.device_run import Progress, calibrate
 
-    directory = check_output_dir((out or user_dir()) / "hardware", "--out")  # before minutes of measuring
+    if out is not None and not out.strip():  # text, not Path: Path('') is the working directory
+        raise RooflineError("--out: empty path; give the card directory to write, or leave --out out ($ROOFLINE_HOME)")
+    if dtype is not None and dtype not in DTYPE_NAMES:
+        raise RooflineError(f"--dtype {dtype}: use one of {', '.join(DTYPE_NAMES)}")
+    home = Path(out) if out is not None else user_dir()
+    directory = check_output_dir(home / "hardware", "--out")  # before minutes of measuring
     st = store(cards)
     grid_spec(grid or ("quick" if quick else "full"))  # an unknown grid is refused before measuring too
     if tp < 1:
@@ -54,10 +60,11 @@ def calibrate_cmd(
     data["calibration"]["quality"] = {"verdict": quality.verdict, "reasons": quality.reasons}
     path = profile_path = None
     if write:
-        path = write_card_atomic(out or user_dir(), data)
+        path = write_card_atomic(home, data)
         profile = engine_profile(st.get("runtimes", ENGINE_RUNTIME), data)  # --runtime roofline-engine
-        profile_path = write_card_atomic(out or user_dir(), profile, kind="runtimes")
+        profile_path = write_card_atomic(home, profile, kind="runtimes")
     result = {"card": data["name"], "path": str(path) if path else None, "written": write, "note": note,
+              "cards_option": None if out is None or Path(out).resolve() == user_dir().resolve() else out,
               "runtime_profile": str(profile_path) if profile_path else None,
               "quality": {"verdict": quality.verdict, "reasons": quality.reasons,
                           "held_out_median_pct": quality.held_out_median_pct,
@@ -110,6 +117,7 @@ def _render(r: dict):
     if r["written"]:
         if r["note"]:
             yield f"[yellow]warning[/yellow]: {r['note']}"
-        yield f"wrote {r['path']} — `roofline predict --hw {r['card']}` now uses it"
+        cards = f" --cards {r['cards_option']}" if r["cards_option"] else ""
+        yield f"wrote {r['path']} — `roofline predict --hw {r['card']}{cards}` now uses it"
     else:
         yield f"[bold red]not written[/bold red]: {r['note']}"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from roofline.cards.files import check_output_file
 from roofline.cards.store import CardStore
 from roofline.cards.units import QuantityError, parse_tokens
 from roofline.errors import RooflineError, UnknownNameError
@@ -19,9 +20,23 @@ if TYPE_CHECKING:
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (numbers in SI units).")]
 CardsOpt = Annotated[
-    Optional[list[Path]],
+    Optional[list[str]],  # text, not Path: Path('') is '.', and --cards '' must be refused, not read as the cwd
     typer.Option("--cards", help="Extra card directory with hardware/ and models/ (overrides bundled and user cards)."),
 ]
+
+
+def image_path(path: Path) -> Path:
+    """A writable image path for -o, checked before any work (a directory, a read-only or system path is refused)."""
+    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise RooflineError(f"-o {path}: use a .png, .svg or .pdf file name")
+    return check_output_file(path, "-o")
+
+
+def nonempty_path(text: str) -> Path:
+    """A path option's text as a Path, refusing '' (which Path would read as the working directory)."""
+    if not str(text).strip():
+        raise typer.BadParameter("empty path; give a file or folder name")
+    return Path(text)
 
 
 RuntimeOpt = Annotated[
@@ -66,8 +81,11 @@ def fmt_rate(x: float) -> str:
 
 def runtime_choice(st: CardStore, spec: str | None) -> RuntimeChoice | None:
     """The --runtime option as a profile and version (None: generic)."""
-    if spec is None or not spec.strip() or spec.strip().lower() == "generic":
+    if spec is None or spec.strip().lower() == "generic":
         return None
+    if not spec.strip():
+        raise RooflineError("--runtime: empty; name a runtime (see `roofline runtimes list`) or leave --runtime out "
+                            "for generic")
     try:
         return st.runtime(spec)
     except UnknownNameError as err:
@@ -94,7 +112,7 @@ def runtime_label(choice: RuntimeChoice | None) -> str:
     return "generic" if choice is None else choice.label
 
 
-def store(cards: Optional[list[Path]]) -> CardStore:
+def store(cards: Optional[list[str]]) -> CardStore:
     return open_store(list(cards or []))
 
 
@@ -132,9 +150,24 @@ def billions(n: float | None) -> str | None:
     return None if n is None else f"{n / 1e9:,.2f}B"
 
 
+def name_list(option: str, text: str) -> list[str]:
+    """A comma-separated option's names, stripped, in order, each once; an empty entry ('a,,b', 'a,') is refused."""
+    names = [v.strip() for v in text.split(",")]
+    if not any(names):
+        raise RooflineError(f"{option}: empty; give at least one, comma-separated")
+    if not all(names):
+        raise RooflineError(f"{option} {text!r}: an empty entry between commas; write a,b")
+    return list(dict.fromkeys(names))
+
+
+def unique_cards(cards: list) -> list:
+    """Cards in order, each once (two aliases of one card name it twice: 'h100-sxm,h100')."""
+    return list({c.name: c for c in cards}.values())
+
+
 def int_list(option: str, text: str) -> list[int]:
     try:
-        values = [int(v) for v in text.split(",") if v.strip()]
+        values = [int(v) for v in name_list(option, text)]
     except ValueError:
         raise RooflineError(f"{option}: {text!r} is not a comma-separated list of integers like 1,4,8,16") from None
     if not values or min(values) <= 0:

@@ -11,10 +11,11 @@ import typer
 from roofline.calibrate.calibration import engine_quant
 from roofline.cli.common import CardsOpt, JsonOpt, TokOpt, fmt_rate, fmt_s, store, tokens
 from roofline.cli.output import Column, emit, table
-from roofline.engine import load
+from roofline.engine import DTYPE_NAMES, load
 from roofline.errors import RooflineError
 from roofline.perf.request import predict
 from roofline.perf.workload import check_context, make_workload
+from roofline.sizing.kv import kv_bytes
 from roofline.sizing.reduce import reduce_card
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
@@ -47,13 +48,16 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
         raise RooflineError("--output: the engine times the gaps between output tokens; give at least 2")
     check_context(card.architecture.max_context, card.name, make_workload(prompt_tokens=p, output_tokens=o,
                                                                          batch=batch))
+    _check_kv_pool(card, p + o, batch, dtype)
+    if hw:
+        st.hardware(hw)  # an unknown card is refused before the engine runs, not after
     eng_mod = load()
     engine, bench, dev, EngineError = eng_mod.engine, eng_mod.bench, eng_mod.device, eng_mod.EngineError
     try:
         if weights not in (None, "int8", "int4"):
             raise RooflineError(f"--weights {weights}: use int8 or int4")
         device = dev.resolve(device)
-        options = dict(dtype=dtype, max_num_seqs=batch, max_step_tokens=batch * p, max_kv_bytes=4e9,
+        options = dict(dtype=dtype, max_num_seqs=batch, max_step_tokens=batch * p, max_kv_bytes=KV_POOL_BYTES,
                        weight_format=weights, graphs=False if eager else None)
         run = _serve_tp if tp > 1 else _serve
         full = run(engine, bench, card, device, options, p, o, batch, tp)
@@ -82,6 +86,22 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
                     caption=f"predicted with {data['efficiency_source']}; decode {data['mode']}, tp {tp}")
 
     emit(data, as_json, render)
+
+
+# The most KV cache `engine run` gives the engine (it sizes its pool from free memory, at most this): room for a
+# few thousand tokens of any card at full depth, without taking a laptop's memory
+KV_POOL_BYTES = 4e9
+
+
+def _check_kv_pool(card, tokens_per_sequence: int, batch: int, dtype: str) -> None:
+    """Refuse, before torch loads, a batch whose sequences' KV cache cannot fit the engine's pool."""
+    if dtype not in DTYPE_NAMES:
+        raise RooflineError(f"--dtype {dtype}: use one of {', '.join(DTYPE_NAMES)}")
+    need = batch * kv_bytes(card, tokens_per_sequence, dtype)
+    if need > KV_POOL_BYTES:
+        raise RooflineError(f"--batch {batch:,}: {batch:,} sequences of {tokens_per_sequence:,} tokens need "
+                            f"{need / 1e9:,.1f} GB of KV cache, more than the engine's {KV_POOL_BYTES / 1e9:.0f} GB "
+                            "pool; give a smaller --batch, --prompt or --output, or fewer --layers")
 
 
 def _predict(card, hwc, wl):

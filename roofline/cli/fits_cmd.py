@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Optional
 
 import typer
@@ -76,6 +77,8 @@ def fits_cmd(
     for label, value in (("--block-tokens", block_tokens), ("--max-step-tokens", max_step_tokens)):
         if value is not None and value <= 0:
             raise RooflineError(f"{label}: must be > 0, got {value}")
+    if runtime_memory is not None and not re.search(r"[a-z]", runtime_memory, re.I):  # '2' is not 2 bytes
+        raise RooflineError(f"--runtime-memory {runtime_memory!r}: give a unit, e.g. '{runtime_memory.strip()} GB'")
     try:
         runtime_bytes = None if runtime_memory is None else parse_quantity(runtime_memory, "bytes")
     except QuantityError as err:

@@ -9,7 +9,7 @@ import typer
 
 from roofline.cards.files import check_output_dir, write_atomic
 from roofline.cards.model import ModelCard
-from roofline.cards.store import card_to_yaml, user_dir
+from roofline.cards.store import CardStore, card_to_yaml, names_of, user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, billions, gb, store
 from roofline.cli.output import Column, emit, table, warn
 from roofline.errors import RooflineError
@@ -147,6 +147,10 @@ def import_(path: Annotated[Path, typer.Argument(help="A config.json, a .gguf fi
     target = directory / f"{card.name}.yaml"
     if (target.exists() or target.is_symlink()) and not force:
         raise RooflineError(f"card '{card.name}' already exists at {target}; pass --force to overwrite or --name NEW")
+    shadowed = _bundled_name(card.name)
+    if shadowed and not force:
+        raise RooflineError(f"'{card.name}' names the bundled card {shadowed}, which this card would hide; pass "
+                            "--name NEW, or --force to hide it")
     write_atomic(target, card_to_yaml(card), "--to")
     data = {"name": card.name, "path": str(target), **model_record(card)["derived"]}
 
@@ -156,3 +160,8 @@ def import_(path: Annotated[Path, typer.Argument(help="A config.json, a .gguf fi
 
     emit(data, as_json, render)
 
+
+def _bundled_name(name: str) -> str | None:
+    """The bundled model card `name` is the name or an alias of, if any (an imported card of that name hides it)."""
+    bundled = CardStore(with_user_cards=False).all("models")
+    return next((c.name for c in bundled if name.lower() in (a.lower() for a in names_of(c))), None)

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from roofline.cards.files import check_output_file
 from roofline.cli.common import (
     CardsOpt,
     GpusOpt,
@@ -19,13 +18,17 @@ from roofline.cli.common import (
     QuantOpt,
     RuntimeOpt,
     TokOpt,
+    image_path,
     int_list,
     kv_default,
+    name_list,
+    nonempty_path,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
     store,
     tokens,
+    unique_cards,
 )
 from roofline.cli.output import emit
 from roofline.errors import RooflineError
@@ -33,7 +36,8 @@ from roofline.perf.parallel import check_parallel
 from roofline.perf.workload import make_workload
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
-OutOpt = Annotated[Path, typer.Option("--output-file", "-o", help="Image file: .png, .svg or .pdf.")]
+OutOpt = Annotated[Path, typer.Option("--output-file", "-o", help="Image file: .png, .svg or .pdf.",
+                                   parser=nonempty_path)]
 
 
 def _plots():
@@ -45,13 +49,6 @@ def _plots():
         raise RooflineError("plots need matplotlib, a dependency of roofline that is missing here: "
                             "pip install matplotlib") from None
     return plots
-
-
-def _check_suffix(path: Path) -> Path:
-    """A writable image path, checked before any work (a directory, a read-only or system path is refused)."""
-    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise RooflineError(f"-o {path}: use a .png, .svg or .pdf file name")
-    return check_output_file(path, "-o")
 
 
 def _done(path: Path, data: dict, as_json: bool) -> None:
@@ -69,7 +66,7 @@ def roofline_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")], qua
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus)
     check_parallel(card, hwc, wl.tp, wl.pp)
     eff = runtime_efficiency(choice, card, hwc, wl)
-    data = _plots().plot_roofline(card, hwc, wl, _check_suffix(out), eff)
+    data = _plots().plot_roofline(card, hwc, wl, image_path(out), eff)
     _done(out, {"runtime": runtime_label(choice), **data}, as_json)
 
 
@@ -86,7 +83,7 @@ def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
                        quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     check_parallel(card, hwc, wl.tp, wl.pp)
     eff = runtime_efficiency(choice, card, hwc, wl)
-    data = _plots().plot_sweep(card, hwc, wl, int_list("--concurrency", concurrency), _check_suffix(out), eff)
+    data = _plots().plot_sweep(card, hwc, wl, int_list("--concurrency", concurrency), image_path(out), eff)
     _done(out, {"runtime": runtime_label(choice), **data}, as_json)
 
 
@@ -98,13 +95,13 @@ def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="H
     st = store(cards)
     card = st.model(model)
     choice = runtime_choice(st, runtime)
-    hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
+    hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
     wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus,
                        flags={"batch": "--concurrency"})
     for h in hws:
         check_parallel(card, h, wl.tp, wl.pp)
         runtime_efficiency(choice, card, h, wl)  # the runtime runs this hardware and these formats
-    data = _plots().plot_memory(card, hws, wl, tokens("--context", context), _check_suffix(out))
+    data = _plots().plot_memory(card, hws, wl, tokens("--context", context), image_path(out))
     _done(out, {"runtime": runtime_label(choice), "hardware": data}, as_json)
 
 
@@ -121,7 +118,7 @@ def serve_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
                cards: CardsOpt = None, runtime: RuntimeOpt = None):
     from roofline.cli.serve_cmd import run_serve
 
-    path = _check_suffix(out)
+    path = image_path(out)
     result = run_serve(store(cards), model, hw, runtime, concurrency, rate, trace, requests, prompt, output,
                        burstiness, None, None, seed, quant, kv_quant, gpus, pp)
     s = result.summary()

@@ -20,10 +20,12 @@ from roofline.cli.common import (
     fmt_rate,
     fmt_s,
     kv_default,
+    name_list,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
     store,
+    unique_cards,
 )
 from roofline.cli.output import Column, emit, progress, table
 from roofline.errors import RooflineError
@@ -45,11 +47,16 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     scheduler's limits (its serving policy) and the step timer's efficiency."""
     from roofline.perf.serving.run import build_fleet, parse_disagg, serve
 
+    if seed < 0:
+        raise RooflineError(f"--seed: give a whole number >= 0, got {seed}")
     card, hwc = st.model(model), st.hardware(hw)
     choice = runtime_choice(st, runtime)
     wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     if network_gbps is not None and not 0 < network_gbps < math.inf:
         raise RooflineError(f"--network-gbps: must be a finite number > 0, got {network_gbps}")
+    if disagg and replicas != 1:
+        raise RooflineError(f"--replicas {replicas} with --disagg {disagg}: a disaggregated fleet is P prefill and D "
+                            "decode replicas; give their counts in --disagg P:D and drop --replicas")
     if network_gbps is not None and not disagg:
         raise RooflineError("--network-gbps sets the KV hand-off rate of --disagg P:D; add --disagg or drop it")
     eff = runtime_efficiency(choice, card, hwc, wl)
@@ -136,7 +143,7 @@ def capacity_cmd(
     st = store(cards)
     card = st.model(model)
     choice = runtime_choice(st, runtime)
-    hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
+    hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
     if not hws:
         raise RooflineError("capacity needs at least one --hw card (comma-separated for several)")
     prices = cap.parse_prices(usd_per_gpu_hour, hws)

@@ -22,11 +22,13 @@ from roofline.cli.common import (
     int_list,
     kv_default,
     model_and_quant,
+    name_list,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
     store,
     tokens,
+    unique_cards,
 )
 from roofline.cli.output import Column, check_formats, emit, progress, table
 from roofline.cli.predict_cmd import csv_row
@@ -157,8 +159,8 @@ def compare_cmd(
     """Models x hardware side by side: TTFT, ITL, tok/s, memory, the decode bound."""
     check_formats(as_json, as_csv)
     st = store(cards)
-    specs = [model_and_quant(st, m, quant) for m in model.split(",") if m.strip()]
-    hws = [st.hardware(h) for h in hw.split(",") if h.strip()]
+    specs = [model_and_quant(st, m, quant) for m in name_list("--model", model)]
+    hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
     if not specs or not hws:
         raise RooflineError("compare needs at least one --model and one --hw")
     choice = runtime_choice(st, runtime)

@@ -18,7 +18,7 @@ from roofline.calibrate.validation import (
     summarize_families,
     summarize_points,
 )
-from roofline.cli.common import CardsOpt, JsonOpt, int_list, store
+from roofline.cli.common import CardsOpt, JsonOpt, image_path, int_list, name_list, nonempty_path, store
 from roofline.cli.output import Column, emit, progress, table
 from roofline.engine import load
 from roofline.errors import RooflineError
@@ -28,7 +28,8 @@ from roofline.perf.efficiency import expected_efficiency
 def validate_cmd(
     hw: Annotated[Optional[str], typer.Option("--hw", help="Card to predict with (engine shapes).")] = None,
     engine_shapes: Annotated[bool, typer.Option("--engine-shapes", help="Run fresh shapes in the engine.")] = False,
-    published: Annotated[Optional[list[Path]], typer.Option("--published", help="A published-measurements CSV "
+    published: Annotated[Optional[list[Path]], typer.Option("--published", parser=nonempty_path,
+                                                            help="A published-measurements CSV "
                                                             "(repeat for several).")] = None,
     by_source: Annotated[bool, typer.Option("--by-source", help="With --published: fit the runtime profiles "
                                             "leaving each source out and predict it (before: generic; after: "
@@ -39,7 +40,8 @@ def validate_cmd(
                                           "for real and in the serving simulator; TTFT/ITL/throughput errors.")] = False,
     device: Annotated[str, typer.Option(help="Engine device: cpu or cuda.")] = "cpu",
     dtype: Annotated[Optional[str], typer.Option(help="Engine dtype (default: the card's calibration dtype).")] = None,
-    out: Annotated[Optional[Path], typer.Option("--output-file", "-o", help="Predicted-vs-measured scatter (.png).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--output-file", "-o", parser=nonempty_path,
+                                                     help="Predicted-vs-measured scatter (.png).")] = None,
     model: Annotated[str, typer.Option("--model", "-m", help="Engine shapes: model cards, comma-separated.")]
     = ",".join(FRESH["cards"]),
     batch: Annotated[str, typer.Option(help="Engine shapes: concurrent requests, comma-separated.")]
@@ -64,6 +66,17 @@ def validate_cmd(
         raise RooflineError("--jobs: only --published ... --by-source fits in several processes; drop --jobs")
     if out is not None and (by_source or serving):
         raise RooflineError("-o: the scatter is drawn for --published FILE or --engine-shapes; drop -o")
+    modes = [flag for flag, on in (("--published", published), ("--serving", serving),
+                                   ("--engine-shapes", engine_shapes)) if on]
+    if len(modes) > 1:
+        raise RooflineError(f"{' and '.join(modes)}: validate one thing at a time; give one of them")
+    engine_only = [flag for flag, on in (("--hw", hw), ("--dtype", dtype), ("--random", random_n),
+                                         ("--device", device != "cpu")) if on]
+    if published and engine_only:
+        raise RooflineError(f"{engine_only[0]} sets up the engine runs of --engine-shapes or --serving; --published "
+                            "predicts each row on its own card: drop it")
+    if out is not None:
+        out = image_path(out)
     if published and by_source:
         return _by_source(st, published, as_json, jobs or os.cpu_count() or 1)
     if published:
@@ -75,7 +88,7 @@ def validate_cmd(
     if not engine_shapes:
         raise RooflineError("say what to validate against: --engine-shapes, --serving (with --hw) or --published "
                             "FILE.csv")
-    spec = {**FRESH, "cards": [m.strip() for m in model.split(",") if m.strip()], "batches": int_list("--batch", batch),
+    spec = {**FRESH, "cards": name_list("--model", model), "batches": int_list("--batch", batch),
             "prompts": int_list("--prompt", prompt), "output": output, "layers": layers, "vocab": vocab, "passes": passes}
     _engine_shapes(st, hw, device, dtype, spec, random_n, seed, out, as_json)
 
@@ -144,12 +157,18 @@ def _err(s: dict) -> str:
     return f"{s['median_ape_pct']:.1f}% / {s['p90_ape_pct']:.1f}% / {s['bias_pct']:+.1f}%"
 
 
+def _within(g: dict) -> str:
+    """`after` over the rows measured within their datasheet ceiling, and how many were beyond it."""
+    return f"{_err(g['after_within_ceiling'])} ({g['beyond_ceiling']} beyond)" if g["beyond_ceiling"] else "same"
+
+
 def render_by_source(d: dict):
     cols = ["runtime", "metric", Column("n", "right"), Column("sources", "right"),
             Column("before (generic): median / p90 / bias", "right"),
             Column("after (profiles): median / p90 / bias", "right")]
-    yield table(f"leave-one-source-out: {d['fitted_rows']} of {d['rows']} rows with a runtime profile", cols,
-                [(g["runtime"], g["metric"], g["n"], g["sources"], _err(g["before"]), _err(g["after"]))
+    yield table(f"leave-one-source-out: {d['fitted_rows']} of {d['rows']} rows with a runtime profile",
+                cols + [Column("after, rows within the datasheet ceiling", "right")],
+                [(g["runtime"], g["metric"], g["n"], g["sources"], _err(g["before"]), _err(g["after"]), _within(g))
                  for g in d["by_runtime"]])
     yield table("leave-one-source-out by runtime x hardware", ["runtime", "hardware"] + cols[1:],
                 [(g["runtime"], g["hardware"], g["metric"], g["n"], g["sources"], _err(g["before"]), _err(g["after"]))

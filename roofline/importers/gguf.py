@@ -174,6 +174,10 @@ def config_from_gguf(header: GGUFHeader) -> tuple[dict, str]:
     nextn = meta.int("nextn_predict_layers") or 0
     layers = meta.int("block_count", required=True) - nextn
     heads = meta.int("attention.head_count", required=True)
+    if layers < 1 or heads < 1:
+        what = (f"'{arch}.block_count' less '{arch}.nextn_predict_layers' is {layers}" if layers < 1
+                else f"'{arch}.attention.head_count' is {heads}")
+        raise CardError(header.path, "", f"GGUF metadata {what}; a model needs at least 1 layer and 1 head")
     head_dim = meta.int("attention.key_length")
     experts = meta.int("expert_count") or 0
     if model_type == "llama" and experts:

@@ -22,6 +22,7 @@ from typing import Any
 
 from gguf import GGML_QUANT_SIZES, GGUF_DEFAULT_ALIGNMENT, GGMLQuantizationType, GGUFValueType
 
+from roofline.cards.files import open_regular
 from roofline.errors import CardError
 
 MAGIC = b"GGUF"
@@ -239,7 +240,7 @@ def read_gguf_header(path: Path) -> GGUFHeader:
     """The header of a GGUF file; CardError (one line) for anything that is not a well-formed GGUF."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, "GGUF file") as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 raise CardError(path, "", "not a readable GGUF file: the file is empty")

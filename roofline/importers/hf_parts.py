@@ -17,6 +17,8 @@ def _head_dim(c: _Fields) -> int:
     if c.has("head_dim") or "head_dim" in c.defaults:
         return c.int("head_dim")
     hidden, heads = c.int("hidden_size"), c.int("num_attention_heads")
+    if heads <= 0:
+        raise c.error("num_attention_heads", f"must be at least 1, got {heads}")
     if hidden % heads:
         raise c.error("hidden_size", f"({hidden}) is not a multiple of num_attention_heads ({heads}); set head_dim")
     return hidden // heads

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from roofline.cards.files import open_regular
 from roofline.cards.model import ModelCard
 from roofline.errors import CardError
 from roofline.importers.checkpoint import MAX_DIMENSION, attach_stored_bytes, slug
@@ -55,7 +56,7 @@ def _fail(path: Path, problem: str) -> CardError:
 def _header_json(path: Path) -> tuple[dict, int, int]:
     """(the parsed JSON header, where the data starts, the file size), reading only the header bytes."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, "safetensors file") as f:
             size = os.fstat(f.fileno()).st_size
             raw = f.read(HEADER_LENGTH_BYTES)
             if len(raw) < HEADER_LENGTH_BYTES:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from roofline.cards.formats import QUANTIZED_FORMATS, first_supported
 from roofline.cards.hardware import HardwareCard, default_key
 from roofline.cards.model import ModelCard
+from roofline.cards.schema import efficiency_number_problem
 from roofline.errors import CardError, RooflineError
 from roofline.sizing.params import param_counts
 from roofline.sizing.precision import Formats
@@ -149,19 +150,33 @@ FRACTIONS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "com
 FLOORS = ("gemm_floor",)  # in [0, 1]: 0 = no floor
 
 
+def _value_problem(key: str, value: object) -> str | None:
+    """Why `value` cannot be efficiency field `key`: a fraction of a peak in (0, 1], a floor in [0, 1], any other
+    field a bounded finite number (cards.schema.efficiency_number_problem); None when it can."""
+    if key not in FRACTIONS and key not in FLOORS:
+        return efficiency_number_problem(key, value)
+    floor = key in FLOORS  # 0: no floor
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if number and (0 < value <= 1 or floor and value == 0):
+        return None
+    return f"{value!r} is not a fraction in {'[0, 1]' if floor else '(0, 1]'}"
+
+
 def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[str, float]:
     values = section.get("values", section)
+    if not isinstance(values, dict):
+        raise CardError(hw.name, f"{where}.values", f"{values!r} is not a mapping of efficiency fields to numbers")
+    if not isinstance(section.get("source", ""), str):
+        raise CardError(hw.name, f"{where}.source", "give where these figures came from as text")
     out = {}
     for key, value in values.items():
         if key in ("source", "date", "device", "points", "residuals", "versions", "notes", "activation_cost"):
             continue
         if key not in _KNOWN:
             raise CardError(hw.name, f"{where}.{key}", f"unknown efficiency field; use one of {', '.join(sorted(_KNOWN))}")
-        fraction = key in FRACTIONS
-        if not isinstance(value, (int, float)) or value < 0 or (fraction and not 0 < value <= 1) \
-                or (key in FLOORS and value > 1):
-            raise CardError(hw.name, f"{where}.{key}", f"{value!r} is not a valid value (fractions in (0, 1], "
-                            f"{', '.join(FLOORS)} in [0, 1], seconds ≥ 0)")
+        problem = _value_problem(key, value)
+        if problem:
+            raise CardError(hw.name, f"{where}.{key}", problem)
         out[key] = float(value)
     return out
 

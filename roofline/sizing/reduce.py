@@ -4,6 +4,7 @@ on small machines and a prediction describes exactly the work the engine ran."""
 from __future__ import annotations
 
 from roofline.cards.model import ModelCard
+from roofline.cards.schema import MAX_VOCAB
 from roofline.errors import RooflineError
 from roofline.sizing.params import total_params
 
@@ -14,8 +15,8 @@ def reduce_card(card: ModelCard, layers: int | None = None, vocab: int | None = 
     arch = card.architecture
     if layers is not None and not 0 < layers <= arch.num_layers:
         raise RooflineError(f"--layers: {card.name} has {arch.num_layers} layers; pass 1..{arch.num_layers}")
-    if vocab is not None and vocab <= 0:
-        raise RooflineError(f"--vocab: must be > 0, got {vocab}")
+    if vocab is not None and not 0 < vocab <= MAX_VOCAB:
+        raise RooflineError(f"--vocab: give 1 to {MAX_VOCAB:,} tokens, got {vocab:,}")
     data = card.model_dump(mode="python")
     a = data["architecture"]
     suffix = []

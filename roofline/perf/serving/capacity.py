@@ -24,6 +24,7 @@ import numpy as np
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
 from roofline.cards.runtime import RuntimeChoice
+from roofline.cards.store import names_of
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import check_runtime_supports, expected_efficiency
 from roofline.perf.serving.deployment import Fleet
@@ -205,27 +206,28 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
 def parse_prices(text: str | None, hws: list[HardwareCard]) -> dict[str, float]:
     """--usd-per-gpu-hour: one price for every card ('3.5') or per card ('h100-sxm=3.99,b200=6.69'); not given,
     each card's cited cloud rate (`cloud_usd_per_gpu_hour`), where it has one."""
-    if not text:
+    if text is None:
         return {h.name: h.cloud_usd_per_gpu_hour for h in hws if h.cloud_usd_per_gpu_hour}
-    names = {h.name for h in hws}
+    names = {a.lower(): h.name for h in hws for a in names_of(h)}  # a card's name or any alias of it
     try:
         if "=" not in text:
-            price = float(text)
-            out = dict.fromkeys(names, price)
+            out = dict.fromkeys(names.values(), float(text))
         else:
             out = {}
             for part in text.split(","):
-                name, _, value = part.partition("=")
-                if name.strip() in out:
-                    raise RooflineError(f"--usd-per-gpu-hour {text!r}: {name.strip()} is priced twice; give it once")
-                out[name.strip()] = float(value)
+                given, _, value = part.partition("=")
+                name = names.get(given.strip().lower())
+                if name is None:
+                    raise RooflineError(f"--usd-per-gpu-hour {text!r}: {given.strip()!r} is not one of the cards "
+                                        f"searched ({', '.join(sorted(set(names.values())))})")
+                if name in out:
+                    raise RooflineError(f"--usd-per-gpu-hour {text!r}: {name} is priced twice; give it once")
+                out[name] = float(value)
     except ValueError:
         raise RooflineError(f"--usd-per-gpu-hour {text!r}: give a price like 3.5, or per card like "
                             f"h100-sxm=3.99,b200=6.69") from None
-    unknown = set(out) - names
-    if unknown or not all(0 < v < math.inf for v in out.values()):
-        raise RooflineError(f"--usd-per-gpu-hour {text!r}: prices must be finite and > 0, for cards among "
-                            f"{', '.join(sorted(names))}")
+    if not all(0 < v < math.inf for v in out.values()):
+        raise RooflineError(f"--usd-per-gpu-hour {text!r}: prices must be finite and > 0")
     return out
 
 

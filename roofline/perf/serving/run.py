@@ -27,8 +27,10 @@ MAX_CLIENTS = 100_000
 
 
 def parse_disagg(text: str | None) -> tuple[int, int] | None:
-    if not text:
+    if text is None:
         return None
+    if not text.strip():
+        raise RooflineError("--disagg: empty; give P:D (e.g. 1:3 prefill and decode replicas) or drop --disagg")
     try:
         p, d = (int(v) for v in text.split(":"))
     except ValueError:

@@ -107,6 +107,7 @@ def closed_loop_requests(n: int, prompt: Lengths, output: Lengths, seed: int = 0
 # --- traces -------------------------------------------------------------------------------------------------------
 
 TRACE_FIELDS = ("arrival_s", "prompt_tokens", "output_tokens")
+PREFIX_FIELDS = ("prefix_id", "prefix_tokens")  # optional: requests with one id share their first prefix_tokens
 
 
 def _count(value) -> int:
@@ -118,6 +119,12 @@ def _count(value) -> int:
 
 
 def _row(raw: dict, where: str) -> Request:
+    unknown = [k for k in raw if k not in (*TRACE_FIELDS, *PREFIX_FIELDS)]
+    if unknown:
+        raise RooflineError(f"{where}: unknown field {str(unknown[0])[:40]!r} (a trace row has "
+                            f"{', '.join(TRACE_FIELDS + PREFIX_FIELDS)})")
+    if raw.get("prefix_tokens") not in (None, "", 0, "0") and raw.get("prefix_id") in (None, ""):
+        raise RooflineError(f"{where}: prefix_tokens without a prefix_id; name the prefix the requests share")
     try:
         arrival, prompt, output = (raw[k] for k in TRACE_FIELDS)
     except KeyError as err:
@@ -190,6 +197,9 @@ def _csv_rows(f, path: Path) -> Iterator[tuple[int, dict]]:
     missing = [k for k in TRACE_FIELDS if k not in header]
     if len(set(header)) < len(header):
         _bad_header(path, "names a column twice")
+    unknown = [h for h in header if h not in (*TRACE_FIELDS, *PREFIX_FIELDS)]
+    if unknown:
+        _bad_header(path, f"has a column roofline does not read, {unknown[0][:40]!r}")
     rows = 0
     for row in reader:
         line = reader.line_num
@@ -205,4 +215,4 @@ def _csv_rows(f, path: Path) -> Iterator[tuple[int, dict]]:
 
 def _bad_header(path: Path, why: str):
     raise RooflineError(f"--trace {path}, line 1: the header {why}; a CSV trace starts with the header "
-                        f"{','.join(TRACE_FIELDS)}[,prefix_id,prefix_tokens] (a JSONL trace: name it .jsonl)")
+                        f"{','.join(TRACE_FIELDS)}[,{','.join(PREFIX_FIELDS)}] (a JSONL trace: name it .jsonl)")
