@@ -290,9 +290,12 @@ CAUSES = """## Systematic causes found in the residuals
 - **SGLang on an H20, collected and not merged** (`extra/sglang-lmdeploy-tgi.md`, S2). Every BF16 Qwen3 from 8B up
   decoded at 1.34-1.39 TB/s of weights, a third of the H20's 4.0 TB/s whatever its size; merged, those 18 rows set
   SGLang's bandwidth fraction on every NVIDIA GPU to 0.53 (an 8B BF16 decode on an H100 at 10.8 ms a token). They were
-  taken out after that fit was seen, on that physical reason. SGLang keeps one NVIDIA document (8 rows) and its CPU
-  backend on a Xeon 6980P (S011-S012; its dual-socket rows S001-S010 need a two-socket card): TTFT 86% short at the
-  generic CPU default, TPOT 6% short.
+  taken out after that fit was seen, on that physical reason. SGLang's CPU backend on a Xeon 6980P (S011-S012; its
+  dual-socket rows S001-S010 need a two-socket card): TTFT 86% short at the generic CPU default, TPOT 6% short. On
+  NVIDIA GPUs it has four documents since J001-J018 (LMSYS's gpt-oss post on 4x B200 and 8x H100, DataCrunch's raw
+  outputs on H200 and its DeepSeek-R1 guide); held out, its batch-1 decode reads 51% median and both ways:
+  gpt-oss-120b 34-53% slow (the generic GPU decode pays 13.2 us a kernel where SGLang replays a CUDA graph, see the
+  launch-cost bullet), DeepSeek-R1 on 8x H200 (SGLang of January 2025) 51% fast. No fitted value ships.
 - **TGI** (rows S032-S043): TPOT on 8x MI300X 9.6% median at the priors; TTFT reads +54% on an A100 (a TGI PR's
   batch prefill of 100-350 prompts of 40 tokens) and -55% on the MI300X (405B at 80 tokens), one document each.
 - **Rows not merged** (each file in `benchmarks/data/extra/` says why): GPUStack's burst rows (per-request serving costs
