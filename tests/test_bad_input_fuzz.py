@@ -42,9 +42,9 @@ def test_a_hardware_cards_efficiency_section_must_hold_numbers(section, needle, 
     ("efficiency.default.compute_by_format", {"fp8": True}, "compute_by_format"),
     ("efficiency.default.flash_attention", "yes", "flash_attention"),
     ("memory.gpu_memory_utilization", True, "gpu_memory_utilization"),
-    ("runs_on", [], "runs_on"),
+    ("runs_on", [], "runs_on"), ("kernels_from", "vllm", "itself"),
 ])
-def test_a_runtime_profiles_numbers_are_bounded_numbers(path, value, needle, tmp_path, capsys):
+def test_a_runtime_profiles_fields_are_checked_when_it_loads(path, value, needle, tmp_path, capsys):
     write_card(tmp_path, "runtimes", edited(_bundled("runtimes", "vllm"), path, value))
     with time_limit(10):  # refused when the profile loads, before a step is simulated
         refused(cli(capsys, "sweep", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm",
@@ -185,3 +185,12 @@ def test_a_trace_with_a_field_roofline_does_not_read_is_refused(name, text, need
     path = tmp_path / name
     path.write_text(text)
     refused(cli(capsys, "serve", "-m", "llama-3.1-8b", "--hw", "h100", "--trace", path), needle)
+
+
+def test_an_import_prints_what_it_could_not_model(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**CONFIG, "quantization_config": {"quant_method": "gptq", "bits": 3}}))
+    out = ok(cli(capsys, "models", "import", path, "--name", "toy-gptq3", "--to", tmp_path / "cards"))
+    assert "gptq with bits 3 not modelled" in out
+    card = yaml.safe_load((tmp_path / "cards" / "models" / "toy-gptq3.yaml").read_text())
+    assert card.get("weights", {"default": "bf16"}) == {"default": "bf16"}  # the checkpoint dtype, as the note says

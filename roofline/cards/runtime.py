@@ -290,6 +290,8 @@ class RuntimeProfile(Strict):
         if self.expert_gemm_tiles and "expert_gemm_tiles" not in self.sources:
             raise ValueError("expert_gemm_tiles: sources must say how the MoE kernels tile each expert "
                              "(expert_gemm_tiles)")
+        if self.kernels_from == self.name:
+            raise ValueError("kernels_from: names this runtime itself; name the runtime whose kernels it runs")
         if self.kernels_from and "kernels_from" not in self.sources:
             raise ValueError("kernels_from: sources must say why this runtime runs those kernels (kernels_from)")
         for v in self.versions:

@@ -152,11 +152,15 @@ def import_(path: Annotated[Path, typer.Argument(help="A config.json, a .gguf fi
         raise RooflineError(f"'{card.name}' names the bundled card {shadowed}, which this card would hide; pass "
                             "--name NEW, or --force to hide it")
     write_atomic(target, card_to_yaml(card), "--to")
-    data = {"name": card.name, "path": str(target), **model_record(card)["derived"]}
+    # the card's notes after "imported from ...": defaults it filled in, formats it could not model
+    notes = (card.notes or "").partition("; ")[2]
+    data = {"name": card.name, "path": str(target), **model_record(card)["derived"], "notes": notes}
 
     def render():
         yield f"wrote [bold]{target}[/bold]: {billions(data['total_params'])} params " \
               f"({billions(data['active_params'])} active), {data['layers']}, {gb(data['weights_bytes'], 2)} GB of weights"
+        if notes:
+            yield f"[yellow]notes[/yellow]: {notes}"
 
     emit(data, as_json, render)
 

@@ -70,6 +70,10 @@ def _weights(config: dict, notes: list[str]) -> dict[str, str]:
         return {"default": base, "experts": "mxfp4"}
     if method in ("awq", "gptq") and qc.get("bits") == 4:
         return {"default": "int4", **_unconverted(qc, base)}
+    if method in ("awq", "gptq"):  # no weight-only format of another width (int8 is W8A8)
+        notes.append(f"quantization_config {method} with bits {qc.get('bits')!r} not modelled (4 bits is); weights "
+                     f"at {base} (use --quant)")
+        return {"default": base}
     notes.append(f"quantization_config quant_method '{method}' not modelled; weights at {base} (use --quant)")
     return {"default": base}
 
