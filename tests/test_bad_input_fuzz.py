@@ -194,3 +194,10 @@ def test_an_import_prints_what_it_could_not_model(tmp_path, capsys):
     assert "gptq with bits 3 not modelled" in out
     card = yaml.safe_load((tmp_path / "cards" / "models" / "toy-gptq3.yaml").read_text())
     assert card.get("weights", {"default": "bf16"}) == {"default": "bf16"}  # the checkpoint dtype, as the note says
+
+
+def test_a_json_key_given_twice_is_refused_not_the_last_one_taken(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    text = json.dumps(CONFIG)
+    path.write_text(text[:-1] + ', "hidden_size": 4096}')  # the config's hidden_size again, another value
+    refused(cli(capsys, "predict", "-m", path, "--hw", "h100"), "hidden_size", "twice")

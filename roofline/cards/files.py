@@ -145,8 +145,16 @@ def read_json_file(path: Path, what: str = "JSON file") -> object:
     def no_constant(name):
         raise ValueError(f"{name} is not a JSON number")
 
+    def once(pairs):  # a key given twice would silently take its last value
+        out = dict(pairs)
+        if len(out) < len(pairs):
+            seen: set = set()
+            twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+            raise ValueError(f"key {twice[:60]!r} appears twice in one object; keep one")
+        return out
+
     try:
-        return json.loads(text, parse_constant=no_constant)
+        return json.loads(text, parse_constant=no_constant, object_pairs_hook=once)
     except json.JSONDecodeError as err:
         raise CardError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from None
     except ValueError as err:
