@@ -201,3 +201,15 @@ def test_a_json_key_given_twice_is_refused_not_the_last_one_taken(tmp_path, caps
     text = json.dumps(CONFIG)
     path.write_text(text[:-1] + ', "hidden_size": 4096}')  # the config's hidden_size again, another value
     refused(cli(capsys, "predict", "-m", path, "--hw", "h100"), "hidden_size", "twice")
+
+
+
+def test_a_gguf_lacking_a_shape_names_its_metadata_key(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("gguf")
+    import checkpoint_files
+
+    write = checkpoint_files.write_gguf
+    monkeypatch.setattr(checkpoint_files, "write_gguf", lambda path, arch, meta, tensors: write(
+        path, arch, {k: v for k, v in meta.items() if k != "feed_forward_length"}, tensors))
+    path = checkpoint_files.llama_gguf(tmp_path / "no-ffn.gguf")
+    refused(cli(capsys, "predict", "-m", path, "--hw", "h100"), "intermediate_size", "llama.feed_forward_length")

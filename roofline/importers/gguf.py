@@ -160,6 +160,15 @@ def _sliding_fields(meta: _Meta, layers: int) -> dict:
     return out
 
 
+# the config.json field each GGUF metadata key (after '<arch>.') fills in, for errors that name the field
+GGUF_KEYS = {"hidden_size": "embedding_length", "num_hidden_layers": "block_count",
+             "num_attention_heads": "attention.head_count", "num_key_value_heads": "attention.head_count_kv",
+             "head_dim": "attention.key_length", "intermediate_size": "feed_forward_length",
+             "max_position_embeddings": "context_length", "sliding_window": "attention.sliding_window",
+             "num_experts": "expert_count", "num_experts_per_tok": "expert_used_count",
+             "moe_intermediate_size": "expert_feed_forward_length"}
+
+
 def config_from_gguf(header: GGUFHeader) -> tuple[dict, str]:
     """GGUF metadata -> (a transformers-style config dict, the GGUF architecture name)."""
     arch = header.metadata.get("general.architecture")
@@ -240,7 +249,13 @@ def card_from_gguf(path: Path, name: str | None = None) -> ModelCard:
     header = read_gguf_header(path)
     config, arch = config_from_gguf(header)
     source = f"{path.name} (GGUF header)"
-    card = card_from_config(config, name=slug(name or path.stem) or "gguf-model", source=source)
+    try:
+        card = card_from_config(config, name=slug(name or path.stem) or "gguf-model", source=source)
+    except RooflineError as err:  # it names the config.json field: say which GGUF key gives it
+        key = next((g for c, g in GGUF_KEYS.items() if f"'{c}'" in str(err)), None)
+        if key is None:
+            raise
+        raise RooflineError(f"{err} (GGUF metadata '{arch}.{key}')") from None
     nbytes, elements, by_format, mtp = _stored_bytes(header, card.architecture.num_layers)
     notes = [f"weights as stored in {path.name} ({_file_type(header)}; GGUF architecture {arch})"]
     if mtp:
