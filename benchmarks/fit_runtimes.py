@@ -190,8 +190,9 @@ def select_policies(fitted: list, store) -> tuple[dict[str, dict], dict[str, lis
     """Model selection on leave-one-source-out error: per runtime, hardware scope and kind of fitted value (judged on
     the rows informing it: memory on latency-bound decode rows and the max-load throughput rows it moves,
     compute_by_format on prefill, TTFT and large-batch rows), the most specific policy ("versions" > "runtime" >
-    "none") under which none of that kind's metrics on that scope has a held-out median |error| worse than generic's. The bandwidth kind is chosen first, every kind under
-    one policy; the compute kind is then judged with each scope's bandwidth kind at its choice, as they ship together.
+    "none") under which none of that kind's metrics on that scope has a held-out median |error| worse than
+    generic's. The bandwidth kind is chosen first, every kind under one policy; the compute kind is then judged with
+    each scope's bandwidth kind at its choice, as they ship together.
     Runtimes running another's kernels (`kernels_from`) are judged after it, its choice fixed, per kind. Returns the
     choice (runtime -> kind -> policy, scope -> {kind -> policy}) and, per policy tried, the LOSO table (docs)."""
     runtimes = sorted({r.choice.profile.name for r in fitted})

@@ -9,6 +9,14 @@ Importing this package imports no torch; `roofline.engine.engine` (LLMEngine) do
 DTYPE_NAMES = ("fp32", "bf16", "fp16", "fp64")  # the dtypes the engine runs (engine.DTYPES maps them to torch's)
 
 
+def check_dtype(name: str | None) -> None:
+    """Refuse, before torch loads, a --dtype the engine does not run (None: the command's default)."""
+    from roofline.errors import RooflineError
+
+    if name is not None and name not in DTYPE_NAMES:
+        raise RooflineError(f"--dtype {name}: use one of {', '.join(DTYPE_NAMES)}")
+
+
 def load():
     """The engine's torch modules, imported on first use: `.engine` (LLMEngine), `.bench`, `.microbench`, `.device`,
     `.EngineError` and `.resolve_device(name)`. Without torch: one line naming the extra to install."""

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, run_cli
 
 from roofline.calibrate.published import predict_row, read_rows, runtime_of
-from roofline.cards.runtime import version_key
+from roofline.cards.versions import version_key
 from roofline.cards.store import CardStore
 from roofline.perf.efficiency import Efficiency, expected_efficiency
 

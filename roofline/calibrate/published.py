@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from roofline.calibrate.fit import error_summary
+from roofline.calibrate.row_checks import LATENCY_MS, LATENCY_S, row_problem, split_normalisation
 from roofline.calibrate.row_conditions import max_load_batch, row_flags, under_load
 from roofline.cards.files import MAX_CSV_BYTES, read_text
 from roofline.cards.formats import kv_format, weight_format
@@ -32,7 +32,7 @@ from roofline.perf.request import (
     request_metrics,
     timed_step,
 )
-from roofline.perf.workload import MAX_COUNT, Workload
+from roofline.perf.workload import Workload
 from roofline.sizing.memory import Deployment, max_concurrency
 
 # Benchmarks that do not state their prompt: Ollama's published Spark numbers (rows H139-H150).
@@ -40,10 +40,6 @@ UNSTATED_PROMPT_TOKENS = 512
 UNSTATED_OUTPUT_TOKENS = 128
 METRICS = ("decode_tok_s", "prefill_tok_s", "agg_decode_tok_s", "agg_output_tok_s", "ttft_ms", "itl_ms", "tpot_ms",
            "batch_latency_s")
-# PUBLISHED.md: ttft_ms, itl_ms in milliseconds; COLLECTED.md: tpot_ms (time per output token after the first, ms),
-# batch_latency_s (wall time of one batch of `batch` requests, seconds)
-LATENCY_MS = {"ttft_ms": "ttft_s", "itl_ms": "itl_s", "tpot_ms": "itl_s"}
-LATENCY_S = {"batch_latency_s": "e2e_s"}
 
 
 @dataclass
@@ -71,7 +67,7 @@ class RowPrediction:
         routing, another clock) or the card's peaks are wrong; no efficiency can fit it."""
         if self.ceiling is None or self.predicted is None:
             return False
-        latency = _split_normalisation(self.metric)[0] in {**LATENCY_MS, **LATENCY_S}
+        latency = split_normalisation(self.metric)[0] in {**LATENCY_MS, **LATENCY_S}
         return self.measured < self.ceiling if latency else self.measured > self.ceiling
 
 
@@ -162,16 +158,8 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
     return out
 
 
-def _split_normalisation(metric: str) -> tuple[str, str]:
-    """'agg_output_tok_s_per_gpu' -> ('agg_output_tok_s', 'per_gpu'); a plain metric -> (metric, '')."""
-    for per in ("per_gpu", "per_node"):
-        if metric.endswith("_" + per):
-            return metric[: -len(per) - 1], per
-    return metric, ""
-
-
 def _predict(row: dict, card, hw, gpus: int, eff: Efficiency, cap: int) -> float | None:
-    metric, per = _split_normalisation(row["metric"])
+    metric, per = split_normalisation(row["metric"])
     value = _predict_metric(metric, row, card, hw, gpus, eff, cap)
     if value is None or not per:
         return value
@@ -320,53 +308,6 @@ def read_rows(path: Path) -> list[dict]:
         raise RooflineError(f"--published {path}: not a readable CSV ({err})") from None
 
 
-MIN_MEASUREMENT = 1e-6  # below any real latency (ms, s) or rate (tok/s): a smaller value is a typo or an underflow
-
-
-def metric_units(metric: str) -> tuple[str, ...]:
-    """The units a metric's value may be written in, by its name: 'ttft_ms' -> ms, 'batch_latency_s' -> s,
-    'decode_tok_s' -> tok/s, 'agg_output_tok_s_per_gpu' -> tok/s/GPU or tok/s (the name carries the per-GPU); none
-    for a name roofline does not read."""
-    base, per = _split_normalisation(metric)
-    unit = "tok/s" if base.endswith("_tok_s") else "ms" if base in LATENCY_MS else "s" if base in LATENCY_S else None
-    if unit is None:
-        return ()
-    return (f"{unit}/{per.removeprefix('per_').upper()}", unit) if per else (unit,)
-
-
-def row_problem(row: dict) -> str | None:
-    """Why a row's numbers cannot be predicted (a zero, negative, NaN or infinite measurement; zero GPUs; a count
-    beyond the workload's bound), or None when they can."""
-    if None in row:  # csv.DictReader keeps a long row's extra fields under the key None
-        return "the row has more fields than the header (an unquoted comma?)"
-    if None in row.values():
-        return "the row has fewer fields than the header"
-    try:
-        value = float(row["value"])
-    except (KeyError, TypeError, ValueError):
-        return f"value {row.get('value')!r} is not a number"
-    if not math.isfinite(value) or value < MIN_MEASUREMENT:
-        return f"value {row['value']!r} is not a positive finite measurement"
-    unit, expected = str(row.get("unit") or "").strip(), metric_units(str(row.get("metric") or ""))
-    if unit and expected and unit.replace(" ", "").lower() not in (u.lower() for u in expected):
-        return f"unit {unit[:20]!r} is not {row['metric']}'s {expected[0]}; give the value in {expected[0]}"
-    for column in ("gpus", "tp", "isl", "osl", "batch"):
-        text = str(row.get(column) or "").strip()
-        if column == "batch" and text.lower() == "max":  # the scheduler's max-load batch
-            continue
-        if text and not text.isdecimal():
-            unstated = "" if column in ("gpus", "tp") else " (leave it empty where the source does not state it)"
-            return f"{column} {text[:40]!r} is not a whole number{unstated}"
-        if column in ("gpus", "tp", "batch") and text and int(text) == 0:
-            return f"{column} {text!r} is not a positive whole number"
-        if len(text) > len(str(MAX_COUNT)) or text and int(text) > MAX_COUNT:
-            return f"{column} {text[:40]} is beyond the bound of {MAX_COUNT:,}"
-    tp, gpus = str(row.get("tp") or "").strip(), str(row.get("gpus") or "").strip()
-    if tp and gpus and int(tp) > int(gpus):
-        return f"tp {tp} is more than the row's {gpus} GPU(s)"
-    return None
-
-
 def engine_family(engine: str) -> str:
     """The runtime a row's `engine` text names, without build and flags: "llama.cpp CUDA build 6918 (...)" ->
     "llama.cpp", "llama.cpp Metal (May 2024 ...)" -> "llama.cpp Metal", "TensorRT-LLM trtllm-bench ..." ->
@@ -378,7 +319,7 @@ def engine_family(engine: str) -> str:
 
 
 def _metric_order(metric: str) -> tuple:
-    base, per = _split_normalisation(metric)
+    base, per = split_normalisation(metric)
     return (METRICS.index(base) if base in METRICS else len(METRICS), base, per)
 
 

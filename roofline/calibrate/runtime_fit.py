@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from roofline.calibrate.published import RowPrediction, predict_row
 from roofline.calibrate.quantized_fallback import quantized_fallback
 from roofline.calibrate.row_params import EXPERT_PARAM, FitRow, prefixed
-from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice, version_key
+from roofline.cards.runtime import EfficiencyOverrides, RuntimeChoice
+from roofline.cards.versions import version_key
 from roofline.cards.store import CardStore
 
 BOUNDS = (0.01, 1.0)  # fractions of the datasheet peak searched

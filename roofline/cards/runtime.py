@@ -11,7 +11,6 @@ are ranges: an entry applies from its `version` up to the next entry's.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
@@ -25,6 +24,7 @@ from roofline.cards.schema import (
     card_name,
     efficiency_number_problem,
 )
+from roofline.cards.versions import version_key
 
 Fraction = float  # (0, 1], checked by EfficiencyOverrides
 
@@ -94,12 +94,11 @@ class EfficiencyOverrides(Strict):
     @model_validator(mode="before")
     @classmethod
     def _numbers(cls, data):
-        """Every number field a number (not `true`), finite and within its bound (cards.schema)."""
-        for name in (*FRACTION_FIELDS, *FLOOR_FIELDS, *NUMBER_FIELDS) if isinstance(data, dict) else ():
+        """Every non-fraction number finite and within its bound (cards.schema; `Strict` refuses `true` in any number
+        field, and the fractions are checked after); no `true` in the per-format tables either."""
+        for name in NUMBER_FIELDS if isinstance(data, dict) else ():
             value = data.get(name)
-            if isinstance(value, bool):
-                raise ValueError(f"{name}: {value!r} is not a number")
-            problem = efficiency_number_problem(name, value) if name in NUMBER_FIELDS and value is not None else None
+            problem = None if value is None else efficiency_number_problem(name, value)
             if problem:
                 raise ValueError(f"{name}: {problem}")
         for field in ("compute_by_format", "compute_quantized"):
@@ -341,23 +340,6 @@ def _valid_scope(scope: str) -> bool:
         return True
     parts = scope.split("-")
     return bool(re.fullmatch(r"[a-z]+", parts[0])) and (len(parts) == 1 or len(parts) == 2 and parts[1] in SCOPE_KINDS)
-
-
-# a version as users write it, after one leading 'v' or 'b': numbers joined by dots, then pre/post-release tags
-VERSION = re.compile(r"\d+(\.\d+)*([.\-]?(rc|a|b|dev|post)\.?\d*)*")
-
-
-@lru_cache(maxsize=4096)  # parsed on every prediction a profile's version ranges take part in
-def version_key(text: str) -> tuple:
-    """Order versions as users write them: 'b6918' (llama.cpp build) -> (6918,), '0.10.1' -> (0, 10, 1),
-    'v1.0rc2' -> (1, 0, -1, 2). Raises ValueError on text that is not a version ('-1', '0.11;rm')."""
-    t = text.strip().lower()
-    t = t[1:] if t[:1] in ("v", "b") else t
-    if not VERSION.fullmatch(t):
-        raise ValueError(f"'{text}' is not a version (like 0.10.1, 1.0rc2 or b6918)")
-    nums = re.findall(r"\d+|rc|a|b|dev|post", t)
-    pre = {"dev": -3, "a": -2, "b": -2, "rc": -1, "post": 1}
-    return tuple(int(n) if n.isdigit() else pre[n] for n in nums)
 
 
 class RuntimeChoice(BaseModel):

@@ -13,7 +13,7 @@ from roofline.cards.files import check_output_dir
 from roofline.cards.store import read_yaml, user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, store
 from roofline.cli.output import Column, emit, table
-from roofline.engine import DTYPE_NAMES
+from roofline.engine import check_dtype
 from roofline.errors import RooflineError
 
 
@@ -37,11 +37,8 @@ def calibrate_cmd(
     from roofline.calibrate.calibration import ENGINE_RUNTIME, engine_profile, write_card_atomic
     from roofline.calibrate.device_run import Progress, calibrate
 
-    if out is not None and not out.strip():  # text, not Path: Path('') is the working directory
-        raise RooflineError("--out: empty path; give the card directory to write, or leave --out out ($ROOFLINE_HOME)")
-    if dtype is not None and dtype not in DTYPE_NAMES:
-        raise RooflineError(f"--dtype {dtype}: use one of {', '.join(DTYPE_NAMES)}")
-    home = Path(out) if out is not None else user_dir()
+    check_dtype(dtype)
+    home = _card_home(out)
     directory = check_output_dir(home / "hardware", "--out")  # before minutes of measuring
     st = store(cards)
     grid_spec(grid or ("quick" if quick else "full"))  # an unknown grid is refused before measuring too
@@ -90,6 +87,14 @@ def _existing(target: Path) -> dict | None:
         return read_yaml(target)
     except RooflineError:
         return None
+
+
+def _card_home(out: str | None) -> Path:
+    """The card directory calibrate writes to: --out (text, not Path: Path('') is the working directory, refused) or
+    $ROOFLINE_HOME."""
+    if out is not None and not out.strip():
+        raise RooflineError("--out: empty path; give the card directory to write, or leave --out out ($ROOFLINE_HOME)")
+    return Path(out) if out is not None else user_dir()
 
 
 def _render(r: dict):

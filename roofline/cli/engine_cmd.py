@@ -11,7 +11,7 @@ import typer
 from roofline.calibrate.calibration import engine_quant
 from roofline.cli.common import CardsOpt, JsonOpt, TokOpt, fmt_rate, fmt_s, store, tokens
 from roofline.cli.output import Column, emit, table
-from roofline.engine import DTYPE_NAMES, load
+from roofline.engine import check_dtype, load
 from roofline.errors import RooflineError
 from roofline.perf.request import predict
 from roofline.perf.workload import check_context, make_workload
@@ -36,21 +36,7 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
         tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel processes (gloo on the CPU, NCCL on GPUs).")] = 1,
         as_json: JsonOpt = False, cards: CardsOpt = None):
     st = store(cards)
-    full_card = st.model(model)
-    if vocab is not None and vocab > full_card.architecture.vocab_size:
-        raise RooflineError(f"--vocab {vocab:,}: more than {full_card.name}'s {full_card.architecture.vocab_size:,} "
-                            "tokens; give a smaller vocabulary or drop --vocab")
-    card = reduce_card(full_card, layers, vocab)
-    p, o = tokens("--prompt", prompt), tokens("--output", output)
-    if batch <= 0 or tp <= 0:
-        raise RooflineError(f"--batch and --tp: must be > 0, got {batch} and {tp}")
-    if o < 2:
-        raise RooflineError("--output: the engine times the gaps between output tokens; give at least 2")
-    check_context(card.architecture.max_context, card.name, make_workload(prompt_tokens=p, output_tokens=o,
-                                                                         batch=batch))
-    _check_kv_pool(card, p + o, batch, dtype)
-    if hw:
-        st.hardware(hw)  # an unknown card is refused before the engine runs, not after
+    card, p, o = _checked_run(st, model, layers, vocab, prompt, output, batch, tp, dtype, hw)
     eng_mod = load()
     engine, bench, dev, EngineError = eng_mod.engine, eng_mod.bench, eng_mod.device, eng_mod.EngineError
     try:
@@ -93,10 +79,29 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
 KV_POOL_BYTES = 4e9
 
 
+def _checked_run(st, model: str, layers, vocab, prompt: str, output: str, batch: int, tp: int, dtype: str, hw):
+    """(the card cut to --layers/--vocab, prompt tokens, output tokens), every option checked before torch loads."""
+    full_card = st.model(model)
+    if vocab is not None and vocab > full_card.architecture.vocab_size:
+        raise RooflineError(f"--vocab {vocab:,}: more than {full_card.name}'s {full_card.architecture.vocab_size:,} "
+                            "tokens; give a smaller vocabulary or drop --vocab")
+    card = reduce_card(full_card, layers, vocab)
+    p, o = tokens("--prompt", prompt), tokens("--output", output)
+    if batch <= 0 or tp <= 0:
+        raise RooflineError(f"--batch and --tp: must be > 0, got {batch} and {tp}")
+    if o < 2:
+        raise RooflineError("--output: the engine times the gaps between output tokens; give at least 2")
+    check_context(card.architecture.max_context, card.name, make_workload(prompt_tokens=p, output_tokens=o,
+                                                                         batch=batch))
+    check_dtype(dtype)
+    _check_kv_pool(card, p + o, batch, dtype)
+    if hw:
+        st.hardware(hw)  # an unknown card is refused before the engine runs, not after
+    return card, p, o
+
+
 def _check_kv_pool(card, tokens_per_sequence: int, batch: int, dtype: str) -> None:
     """Refuse, before torch loads, a batch whose sequences' KV cache cannot fit the engine's pool."""
-    if dtype not in DTYPE_NAMES:
-        raise RooflineError(f"--dtype {dtype}: use one of {', '.join(DTYPE_NAMES)}")
     need = batch * kv_bytes(card, tokens_per_sequence, dtype)
     if need > KV_POOL_BYTES:
         raise RooflineError(f"--batch {batch:,}: {batch:,} sequences of {tokens_per_sequence:,} tokens need "

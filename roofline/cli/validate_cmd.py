@@ -66,15 +66,8 @@ def validate_cmd(
         raise RooflineError("--jobs: only --published ... --by-source fits in several processes; drop --jobs")
     if out is not None and (by_source or serving):
         raise RooflineError("-o: the scatter is drawn for --published FILE or --engine-shapes; drop -o")
-    modes = [flag for flag, on in (("--published", published), ("--serving", serving),
-                                   ("--engine-shapes", engine_shapes)) if on]
-    if len(modes) > 1:
-        raise RooflineError(f"{' and '.join(modes)}: validate one thing at a time; give one of them")
-    engine_only = [flag for flag, on in (("--hw", hw), ("--dtype", dtype), ("--random", random_n),
-                                         ("--device", device != "cpu")) if on]
-    if published and engine_only:
-        raise RooflineError(f"{engine_only[0]} sets up the engine runs of --engine-shapes or --serving; --published "
-                            "predicts each row on its own card: drop it")
+    _check_one_mode(published, serving, engine_shapes, engine_options={
+        "--hw": hw, "--dtype": dtype, "--random": random_n, "--device": device != "cpu"})
     if out is not None:
         out = image_path(out)
     if published and by_source:
@@ -91,6 +84,19 @@ def validate_cmd(
     spec = {**FRESH, "cards": name_list("--model", model), "batches": int_list("--batch", batch),
             "prompts": int_list("--prompt", prompt), "output": output, "layers": layers, "vocab": vocab, "passes": passes}
     _engine_shapes(st, hw, device, dtype, spec, random_n, seed, out, as_json)
+
+
+def _check_one_mode(published, serving: bool, engine_shapes: bool, engine_options: dict) -> None:
+    """One of --published, --serving and --engine-shapes; with --published, none of the options that only set up
+    engine runs (`engine_options`: flag -> whether it was given)."""
+    modes = [flag for flag, on in (("--published", published), ("--serving", serving),
+                                   ("--engine-shapes", engine_shapes)) if on]
+    if len(modes) > 1:
+        raise RooflineError(f"{' and '.join(modes)}: validate one thing at a time; give one of them")
+    given = [flag for flag, on in engine_options.items() if on]
+    if published and given:
+        raise RooflineError(f"{given[0]} sets up the engine runs of --engine-shapes or --serving; --published "
+                            "predicts each row on its own card: drop it")
 
 
 def _engine_shapes(st, hw: str | None, device: str, dtype: str | None, spec: dict, random_n: int | None, seed: int,

@@ -1,0 +1,23 @@
+"""Runtime versions as users write them ('b6918', '0.10.1', 'v1.0rc2'), as sortable keys; text that is not a
+version is refused."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# a version as users write it, after one leading 'v' or 'b': numbers joined by dots, then pre/post-release tags
+VERSION = re.compile(r"\d+(\.\d+)*([.\-]?(rc|a|b|dev|post)\.?\d*)*")
+
+
+@lru_cache(maxsize=4096)  # parsed on every prediction a profile's version ranges take part in
+def version_key(text: str) -> tuple:
+    """Order versions as users write them: 'b6918' (llama.cpp build) -> (6918,), '0.10.1' -> (0, 10, 1),
+    'v1.0rc2' -> (1, 0, -1, 2). Raises ValueError on text that is not a version ('-1', '0.11;rm')."""
+    t = text.strip().lower()
+    t = t[1:] if t[:1] in ("v", "b") else t
+    if not VERSION.fullmatch(t):
+        raise ValueError(f"'{text}' is not a version (like 0.10.1, 1.0rc2 or b6918)")
+    nums = re.findall(r"\d+|rc|a|b|dev|post", t)
+    pre = {"dev": -3, "a": -2, "b": -2, "rc": -1, "post": 1}
+    return tuple(int(n) if n.isdigit() else pre[n] for n in nums)
