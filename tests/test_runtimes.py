@@ -39,7 +39,8 @@ def test_aliases(spelling, name):
                                               ("llama.cpp@b7941", "llama.cpp@b7941", "b6918"),
                                               ("llama.cpp@b2000", "llama.cpp@b2000", "b1786"),
                                               ("vllm@0.11", "vllm@0.11", "0.8.0"), ("vllm@0.6.3", "vllm@0.6.3", "0.6.0"),
-                                              ("trtllm@1.0", "trtllm@1.0", "1.0"), ("vllm", "vllm@0.8.0+", "0.8.0")])
+                                              ("trtllm@1.0", "trtllm@1.0", "1.0"), ("vllm", "vllm@0.8.0+", "0.8.0"),
+                                              ("vllm@0.6", "vllm@0.6", "0.6.0"), ("trtllm@1", "trtllm@1", "1.0")])
 def test_versions_as_users_write_them(spec, label, start):
     choice = CardStore().runtime(spec)
     assert (choice.label, choice.range_start) == (label, start)
@@ -49,6 +50,10 @@ def test_versions_as_users_write_them(spec, label, start):
 
 def test_version_order():
     assert version_key("0.9.0.1") < version_key("0.10.1") < version_key("0.11") and version_key("b1786") < version_key("b6918")
+    # trailing zeros name the same release; pre-releases come before it and post-releases after
+    assert version_key("0.6") == version_key("0.6.0") == version_key("v0.6.0.0")
+    assert version_key("1.0rc2.dev3") < version_key("1.0rc2") < version_key("1.0") < version_key("1.0.post1") \
+        < version_key("1.0.1") < version_key("1.1")
 
 
 def test_date_picks_the_version_in_use():

@@ -12,12 +12,19 @@ VERSION = re.compile(r"\d+(\.\d+)*([.\-]?(rc|a|b|dev|post)\.?\d*)*")
 
 @lru_cache(maxsize=4096)  # parsed on every prediction a profile's version ranges take part in
 def version_key(text: str) -> tuple:
-    """Order versions as users write them: 'b6918' (llama.cpp build) -> (6918,), '0.10.1' -> (0, 10, 1),
-    'v1.0rc2' -> (1, 0, -1, 2). Raises ValueError on text that is not a version ('-1', '0.11;rm')."""
+    """Order versions as users write them: (release numbers without trailing zeros, tags). 'b6918' (llama.cpp
+    build) -> ((6918,), (0,)), '0.10.1' -> ((0, 10, 1), (0,)), '0.6' and '0.6.0' -> ((0, 6), (0,)), 'v1.0rc2' ->
+    ((1,), (-1, 2)): a pre-release sorts before its release, a post-release after. Raises ValueError on text that
+    is not a version ('-1', '0.11;rm')."""
     t = text.strip().lower()
     t = t[1:] if t[:1] in ("v", "b") else t
     if not VERSION.fullmatch(t):
         raise ValueError(f"'{text}' is not a version (like 0.10.1, 1.0rc2 or b6918)")
-    nums = re.findall(r"\d+|rc|a|b|dev|post", t)
+    numbers = re.match(r"\d+(\.\d+)*", t).group()
+    release = [int(n) for n in numbers.split(".")]
+    while len(release) > 1 and release[-1] == 0:  # '0.6' is '0.6.0'
+        release.pop()
+    tags = re.findall(r"rc|a|b|dev|post|\d+", t[len(numbers):])
     pre = {"dev": -3, "a": -2, "b": -2, "rc": -1, "post": 1}
-    return tuple(int(n) if n.isdigit() else pre[n] for n in nums)
+    # each tag list ends in 0, so a release (no tags) follows its pre-releases and '1.0rc2.dev3' precedes '1.0rc2'
+    return tuple(release), tuple(int(n) if n.isdigit() else pre[n] for n in tags) + (0,)
