@@ -297,6 +297,14 @@ def test_fits_runtime_bytes_still_accepted():
     ("MLC-LLM (version not stated; Aug 2023), as measured by lmdeploy", (None, None)),
     ("Intel Gaudi software (SynapseAI) 1.18.0", (None, None)), ("TGI (version not stated)", ("tgi", None)),
     ("TGI 2.4.0", ("tgi", "2.4.0")), ("text-generation-inference 1.3.4", ("tgi", "1.3.4")),
+    # as people write them: aliases, a build without the word, the backend first, pip pins, a version in brackets
+    ("llama.cpp b4400", ("llama.cpp", "b4400")), ("llama-cpp b7941", ("llama.cpp", "b7941")),
+    ("ROCm llama.cpp b6000", ("llama.cpp", "b6000")), ("Vulkan llama.cpp build 7548", ("llama.cpp-vulkan", "b7548")),
+    ("llama-bench b3216", ("llama.cpp", "b3216")), ("llama.cpp on 8x B200", ("llama.cpp", None)),
+    ("vllm==0.10.1", ("vllm", "0.10.1")), ("vLLM (v0.9.2)", ("vllm", "0.9.2")), ("vLLM 0.10.1+cu128", ("vllm", "0.10.1")),
+    ("mlx_lm 0.26", ("mlx", "0.26")), ("MLX CUDA backend", (None, None)), ("TensorRT LLM 1.0", ("trtllm", "1.0")),
+    ("Ollama 0.5.7 (llama.cpp b4500)", ("ollama", "0.5.7")), ("LM Studio (llama.cpp backend)", (None, None)),
+    ("llm-awq (version not stated; Aug 2023), as measured by lmdeploy", (None, None)),
 ])
 def test_engine_text_maps_to_a_profile(text, expected):
     assert engine_runtime(text) == expected

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from roofline.calibrate.engine_text import engine_runtime, row_date
 from roofline.calibrate.fit import error_summary
 from roofline.calibrate.row_checks import LATENCY_MS, LATENCY_S, row_problem, split_normalisation
 from roofline.calibrate.row_conditions import max_load_batch, row_flags, under_load
@@ -229,51 +230,6 @@ def _at_max_load(card, hw, wl: Workload, cap: int) -> Workload:
     limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
                             Deployment(wl.tp, wl.pp))
     return wl.model_copy(update={"batch": max(min(limit, cap), 1)})
-
-
-MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
-                                          "dec"))}
-# engine text -> (runtime profile, regex whose group 1 is the version, how the version is written)
-ENGINE_RUNTIMES = (
-    ("ollama", r"ollama\s+v?(\d+(?:\.\d+)+)", "{}"),
-    ("llama.cpp-vulkan", r"llama\.cpp\s+vulkan\b.*?\bbuild\s+b?(\d+)", "b{}"),
-    ("llama.cpp", r"llama\.cpp.*?\bbuild\s+b?(\d+)", "b{}"),
-    ("trtllm", r"(?:tensorrt-llm|trt-llm|trtllm)\s+v?(\d+(?:\.\d+)*)", "{}"),
-    ("trtllm", r"\bnim\b()", ""),
-    ("vllm", r"vllm\s+v?(\d+(?:\.\d+)+)", "{}"),
-    ("sglang", r"sglang\s+v?(\d+(?:\.\d+)+)", "{}"),
-    ("mlx", r"mlx[- ]lm\s+v?(\d+(?:\.\d+)+)", "{}"),
-    ("lmdeploy", r"lmdeploy\s+v?(\d+(?:\.\d+)+)", "{}"),
-    ("tgi", r"(?:text-generation-inference|\btgi)\s+v?(\d+(?:\.\d+)+)", "{}"),
-)
-ENGINE_NAMES = (("ollama", "ollama"), ("llama.cpp vulkan", "llama.cpp-vulkan"), ("llama.cpp", "llama.cpp"),
-                ("tensorrt-llm", "trtllm"), ("trtllm", "trtllm"), ("vllm", "vllm"), ("sglang", "sglang"),
-                ("mlx-lm", "mlx"), ("mlx lm", "mlx"), ("lmdeploy", "lmdeploy"), ("text-generation-inference", "tgi"),
-                ("tgi", "tgi"))
-
-
-def engine_runtime(engine: str) -> tuple[str | None, str | None]:
-    """(profile name, version) a row's `engine` text names: "llama.cpp CUDA build 7941" -> ("llama.cpp", "b7941"),
-    "llama.cpp Vulkan build 7548" -> ("llama.cpp-vulkan", "b7548") (the Vulkan backend: a profile of its own),
-    "vLLM 0.10.1" -> ("vllm", "0.10.1"), "TensorRT-LLM 0.17" -> ("trtllm", "0.17"), "SGLang 0.3.0" -> ("sglang",
-    "0.3.0"), "MLX-LM" -> ("mlx", None); a runtime without a profile (MLC-LLM, Gaudi software) -> (None, None)."""
-    text = engine.lower()
-    for name, pattern, form in ENGINE_RUNTIMES:
-        m = re.search(pattern, text)
-        if m:
-            return name, form.format(m.group(1)) if m.group(1) else None
-    for word, name in ENGINE_NAMES:  # the runtime named first ("MLC-LLM ..., as measured by lmdeploy" is not lmdeploy)
-        if text.startswith(word):
-            return name, None
-    return None, None
-
-
-def row_date(row: dict) -> str | None:
-    """YYYY-MM of a row: its `date` column, else a 'May 2024' in its engine text."""
-    if row.get("date", "").strip():
-        return row["date"].strip()[:7]
-    m = re.search(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(20\d\d)\b", row.get("engine", "").lower())
-    return f"{m.group(2)}-{MONTHS[m.group(1)]:02d}" if m else None
 
 
 def runtime_of(row: dict, store: CardStore) -> RuntimeChoice | None:
