@@ -24,6 +24,8 @@ class Histogram:
     counts: np.ndarray = field(default_factory=lambda: np.zeros(NBINS + 1))
     total: float = 0.0
     weight: float = 0.0
+    # samples beyond HIGH_S, kept whole (an overloaded run's days of queueing): a percentile among them is exact
+    _beyond: list = field(default_factory=list)
     _values: list = field(default_factory=list)
     _weights: list = field(default_factory=list)
 
@@ -49,6 +51,7 @@ class Histogram:
         self.counts += np.bincount(idx, w, minlength=NBINS + 1)
         self.total += float(v @ w)
         self.weight += float(w.sum())
+        self._beyond.extend(zip(v[idx == NBINS].tolist(), w[idx == NBINS].tolist()))
         self._values, self._weights = [], []
 
     def percentile(self, q: float) -> float:
@@ -56,8 +59,16 @@ class Histogram:
         if not self.weight:
             return float("nan")
         cum = np.cumsum(self.counts)
-        i = int(np.searchsorted(cum, q / 100 * self.weight))
-        return 0.0 if i == 0 else LOW_S * BIN_RATIO ** (i + 0.5)  # bin 0 holds the zeros (no wait at all)
+        rank = q / 100 * self.weight
+        i = int(np.searchsorted(cum, rank))
+        if i == 0:
+            return 0.0  # bin 0 holds the zeros (no wait at all) and anything under LOW_S
+        if i < NBINS:
+            return LOW_S * BIN_RATIO ** (i + 0.5)
+        beyond = sorted(self._beyond)
+        below = cum[NBINS - 1]
+        seen = np.cumsum([w for _, w in beyond])
+        return beyond[min(int(np.searchsorted(seen, rank - below)), len(beyond) - 1)][0]
 
     def summary(self) -> dict:
         self._flush()
