@@ -293,7 +293,8 @@ def test_unsupported_model_type():
     with pytest.raises(RooflineError) as err:
         card_from_config({"model_type": "bert", "hidden_size": 768})
     msg = one_line(err)
-    assert msg.startswith("unsupported model_type 'bert'; supported: llama, mistral")
+    assert msg.startswith("unsupported model_type 'bert' (an encoder-only model: roofline models decoder-only LLMs); "
+                          "supported: llama, mistral")
     assert msg.endswith("write a card by hand, see README")
     assert all(t in msg for t in SUPPORTED_MODEL_TYPES)
 

@@ -201,3 +201,82 @@ def test_opt_projected_embeddings_are_refused_in_one_line():
     with pytest.raises(RooflineError) as err:
         card_from_config(config)
     assert "\n" not in str(err.value) and "'word_embed_proj_dim'" in str(err.value)
+
+
+# state-space models with no attention (configs as saved by transformers; Mamba-Codestral's writes Infinity)
+MAMBA_2_8B = {"model_type": "mamba", "hidden_size": 2560, "intermediate_size": 5120, "num_hidden_layers": 64,
+              "state_size": 16, "conv_kernel": 4, "expand": 2, "time_step_rank": 160, "vocab_size": 50280,
+              "use_bias": False, "use_conv_bias": True, "torch_dtype": "bfloat16"}  # state-spaces/mamba-2.8b-hf
+FALCON_MAMBA_7B = {"model_type": "falcon_mamba", "hidden_size": 4096, "intermediate_size": 8192, "expand": 16,
+                   "num_hidden_layers": 64, "state_size": 16, "conv_kernel": 4, "time_step_rank": 256,
+                   "vocab_size": 65024, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}  # tiiuae/falcon-mamba-7b
+CODESTRAL_MAMBA = """{"model_type": "mamba2", "hidden_size": 4096, "intermediate_size": 8192, "num_hidden_layers": 64,
+  "num_heads": 128, "head_dim": 64, "n_groups": 8, "state_size": 128, "conv_kernel": 4, "expand": 2,
+  "chunk_size": 256, "vocab_size": 32768, "tie_word_embeddings": false, "time_step_limit": [0.0, Infinity],
+  "torch_dtype": "bfloat16"}"""  # mistralai/Mamba-Codestral-7B-v0.1, transformers conversion
+
+
+@pytest.mark.parametrize("config,total", [(MAMBA_2_8B, 2.77e9), (FALCON_MAMBA_7B, 7.27e9), (CODESTRAL_MAMBA, 7.29e9)],
+                         ids=["mamba-2.8b", "falcon-mamba-7b", "mamba-codestral-7b"])
+def test_state_space_models_import_with_a_constant_state(tmp_path, config, total):
+    path = tmp_path / "config.json"
+    path.write_text(config if isinstance(config, str) else json.dumps(config))
+    card = card_from_config_file(path)
+    assert total_params(card) == pytest.approx(total, rel=0.01)
+    assert kv_bytes(card, 100_000, "bf16") == kv_bytes(card, 1_000, "bf16") > 0  # the state, not a growing cache
+
+
+def test_a_non_finite_number_in_a_field_roofline_reads_is_refused_by_name(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(CODESTRAL_MAMBA.replace('"state_size": 128', '"state_size": Infinity'))
+    with pytest.raises(CardError, match="'state_size' must be an integer"):
+        card_from_config_file(path)
+
+
+def test_a_multimodal_wrapper_reads_its_text_model(tmp_path):
+    """LLaVA-1.5 nests a Llama 2 7B `text_config` of five fields; transformers' LlamaConfig defaults fill the rest."""
+    llava = {"model_type": "llava", "architectures": ["LlavaForConditionalGeneration"], "vocab_size": 32064,
+             "text_config": {"model_type": "llama", "max_position_embeddings": 4096, "vocab_size": 32064,
+                             "rms_norm_eps": 1e-05, "torch_dtype": "float16"},
+             "vision_config": {"model_type": "clip_vision_model", "hidden_size": 1024}}  # llava-hf/llava-1.5-7b-hf
+    card = _import(tmp_path, llava)
+    assert total_params(card) == pytest.approx(6.74e9, rel=0.01) and card.architecture.max_context == 4096
+    assert "llava wrapper" in card.notes and "vision encoder" in card.notes
+    flat = dict(llava["text_config"])  # a flat llama config must still state its shapes
+    with pytest.raises(CardError, match="missing 'num_hidden_layers'"):
+        _import(tmp_path, flat)
+
+
+def test_family_defaults_transformers_fills_in(tmp_path):
+    """gemma-3-4b-it states no head counts (Gemma3TextConfig: 8 and 4); Jamba-v0.1 states its context as n_ctx."""
+    gemma = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
+                                                     "intermediate_size": 10240, "num_hidden_layers": 34,
+                                                     "sliding_window": 1024, "rope_scaling": {"factor": 8.0,
+                                                                                              "rope_type": "linear"}},
+             "vision_config": {"model_type": "siglip_vision_model"}, "torch_dtype": "bfloat16"}
+    card = _import(tmp_path, gemma)
+    assert total_params(card) == pytest.approx(3.88e9, rel=0.01)
+    assert card.architecture.attention.num_heads == 8 and card.architecture.attention.num_kv_heads == 4
+    jamba = {"model_type": "jamba", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": 8, "num_experts": 16, "num_experts_per_tok": 2,
+             "attn_layer_period": 8, "attn_layer_offset": 4, "expert_layer_period": 2, "expert_layer_offset": 1,
+             "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": 256, "n_ctx": 262144,
+             "vocab_size": 65536, "tie_word_embeddings": False}  # ai21labs/Jamba-v0.1
+    card = _import(tmp_path, jamba)
+    assert card.architecture.max_context == 262144 and total_params(card) == pytest.approx(51.6e9, rel=0.01)
+
+
+def test_mlx_quantization_sets_the_weight_format(tmp_path):
+    base = {"model_type": "qwen2", "hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28,
+            "num_attention_heads": 12, "num_key_value_heads": 2, "vocab_size": 151936, "max_position_embeddings": 32768,
+            "tie_word_embeddings": True, "torch_dtype": "bfloat16"}  # Qwen/Qwen2.5-1.5B-Instruct
+    card = _import(tmp_path, {**base, "quantization": {"group_size": 64, "bits": 4}})
+    assert card.weights["default"] == "mlx_q4"
+    card = _import(tmp_path, {**base, "quantization": {"group_size": 128, "bits": 4},
+                              "quantization_config": {"group_size": 128, "bits": 4}})
+    assert card.weights["default"] == "bf16" and "MLX quantization of 4 bits in groups of 128 not modelled" in card.notes
+
+
+def test_an_encoder_decoder_is_refused_saying_so():
+    with pytest.raises(RooflineError, match=r"unsupported model_type 't5' \(an encoder-decoder model"):
+        card_from_config({"model_type": "t5", "d_model": 1024})

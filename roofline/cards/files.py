@@ -138,11 +138,14 @@ def read_yaml_file(path: Path) -> object:
     return parse_yaml(read_text(path, MAX_CARD_BYTES, "YAML card"), path)
 
 
-def read_json_file(path: Path, what: str = "JSON file") -> object:
-    """JSON from a bounded file; NaN/Infinity refused (not JSON), nesting bounded by the parser's recursion limit."""
+def read_json_file(path: Path, what: str = "JSON file", nonfinite: bool = False) -> object:
+    """JSON from a bounded file; NaN/Infinity refused (not JSON) unless `nonfinite` (then read as floats, for a reader
+    whose every field check refuses them), nesting bounded by the parser's recursion limit."""
     text = read_text(path, MAX_JSON_BYTES, what)
 
     def no_constant(name):
+        if nonfinite:
+            return float(name.replace("Infinity", "inf"))
         raise ValueError(f"{name} is not a JSON number")
 
     def once(pairs):  # a key given twice would silently take its last value

@@ -19,6 +19,7 @@ from roofline.importers.hf_families import (
     _FAMILIES,
     _FAMILY_ALIASES,
     _FAMILY_DEFAULTS,
+    _NESTED_DEFAULTS,
     SUPPORTED_MODEL_TYPES,
 )
 from roofline.importers.hf_fields import _DTYPES, _Fields
@@ -57,10 +58,29 @@ def _unconverted(qc: dict, base: str) -> dict[str, str]:
     return out
 
 
+# mlx-lm's `quantization: {bits, group_size}` -> roofline's MLX affine formats (groups of 64: cards/formats.py)
+MLX_FORMATS = {4: "mlx_q4", 8: "mlx_q8"}
+MLX_GROUP = 64
+
+
+def _mlx_weights(quant: dict, base: str, notes: list[str]) -> dict[str, str]:
+    """An MLX checkpoint's affine quantization (mlx-lm writes `quantization`, no quant_method)."""
+    bits, group = quant.get("bits"), quant.get("group_size", MLX_GROUP)
+    fmt = MLX_FORMATS.get(bits) if group == MLX_GROUP and not isinstance(bits, bool) else None
+    if fmt is None:
+        notes.append(f"MLX quantization of {bits!r} bits in groups of {group!r} not modelled (4 and 8 bits in groups "
+                     f"of {MLX_GROUP} are); weights at {base} (use --quant)")
+        return {"default": base}
+    return {"default": fmt}
+
+
 def _weights(config: dict, notes: list[str]) -> dict[str, str]:
-    """Default format from torch_dtype; quantization_config: fp8 -> fp8 (embeddings, head kept); mxfp4 -> experts."""
+    """Default format from torch_dtype; quantization_config: fp8 -> fp8 (embeddings, head kept); mxfp4 -> experts;
+    MLX's `quantization` -> its affine format."""
     base = _dtype(config, notes)
     qc = config.get("quantization_config")
+    if isinstance(config.get("quantization"), dict) and not (isinstance(qc, dict) and qc.get("quant_method")):
+        return _mlx_weights(config["quantization"], base, notes)
     if not isinstance(qc, dict):
         return {"default": base}
     method = str(qc.get("quant_method", "")).lower()
@@ -130,17 +150,43 @@ def _validated(schema: type[BaseModel], data: dict, source: str, where: str = ""
 
 
 _NESTED_TEXT = ("gemma3", "llama4")
+# model_types roofline does not model, by why (the refusal says which)
+_NOT_DECODERS = {
+    "an encoder-decoder model": ("t5", "mt5", "umt5", "longt5", "bart", "mbart", "marian", "pegasus", "whisper",
+                                 "switch_transformers", "led", "m2m_100", "nllb_moe", "seamless_m4t", "fsmt"),
+    "an encoder-only model": ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "electra",
+                              "albert", "modernbert"),
+}
 
 
-def _text_fields(config: dict, model_type: str, source: str) -> _Fields:
-    """Gemma 3 and Llama 4 (multimodal) nest the decoder's fields under `text_config`; the rest are flat."""
+def _wrapped(config: dict, model_type: str) -> str | None:
+    """The text model a multimodal wrapper nests (LLaVA's `text_config` of model_type llama, Aya Vision's cohere2):
+    its model_type when roofline reads that family and not the wrapper's own."""
+    text = config.get("text_config")
+    if model_type in _FAMILIES or not isinstance(text, dict) or text.get("model_type") not in _FAMILIES:
+        return None
+    return text["model_type"]
+
+
+def _text_fields(config: dict, model_type: str, source: str, wrapper: bool = False) -> _Fields:
+    """Gemma 3 and Llama 4 (multimodal) nest the decoder's fields under `text_config`, as a wrapper does (its text
+    model's transformers defaults filling what it leaves out); the rest are flat."""
     defaults, aliases = _FAMILY_DEFAULTS.get(model_type), _FAMILY_ALIASES.get(model_type)
-    if model_type in _NESTED_TEXT and "text_config" in config:
+    if wrapper or (model_type in _NESTED_TEXT and "text_config" in config):
         text = config["text_config"]
         if not isinstance(text, dict):
             raise CardError(source, "", "'text_config' must be a mapping of the text model's fields")
+        if wrapper:
+            defaults = {**_NESTED_DEFAULTS.get(model_type, {}), **(defaults or {})}
         return _Fields(text, source, prefix="text_config.", defaults=defaults, aliases=aliases)
     return _Fields(config, source, defaults=defaults, aliases=aliases)
+
+
+def _unsupported(model_type: object) -> RooflineError:
+    why = next((f" ({what}: roofline models decoder-only LLMs)" for what, types in _NOT_DECODERS.items()
+                if model_type in types), "")
+    return RooflineError(f"unsupported model_type '{model_type}'{why}; supported: {', '.join(SUPPORTED_MODEL_TYPES)};"
+                         " write a card by hand, see README")
 
 
 def card_from_config(config: dict, name: str | None = None, source: str = "config.json") -> ModelCard:
@@ -163,15 +209,20 @@ def _card_from_config(config: dict, name: str | None, source: str) -> ModelCard:
     model_type = config.get("model_type")
     if model_type is None:
         raise CardError(source, "", "missing 'model_type'")
-    if not isinstance(model_type, str) or model_type not in _FAMILIES:
-        raise RooflineError(f"unsupported model_type '{model_type}'; supported: {', '.join(SUPPORTED_MODEL_TYPES)};"
-                            " write a card by hand, see README")
-    family, build = _FAMILIES[model_type]
-    fields = _text_fields(config, model_type, source)
+    if not isinstance(model_type, str):
+        raise _unsupported(model_type)
+    text_type = _wrapped(config, model_type) or model_type
+    if text_type not in _FAMILIES:
+        raise _unsupported(model_type)
+    family, build = _FAMILIES[text_type]
+    fields = _text_fields(config, text_type, source, wrapper=text_type != model_type)
     notes: list[str] = []
+    if text_type != model_type:
+        notes.append(f"a {model_type} wrapper: its text model ({text_type}) only; the vision encoder and projector "
+                     "are not counted")
     arch = _validated(Architecture, build(fields, notes), source, "architecture")
     if fields.defaulted:
-        notes.append(f"{model_type} defaults used for fields the config leaves out: {', '.join(fields.defaulted)}")
+        notes.append(f"{text_type} defaults used for fields the config leaves out: {', '.join(fields.defaulted)}")
     total = sum(param_counts(arch).values())
     active = sum(active_param_counts(arch).values()) if arch.moe is not None else None
     repo = _repo_id(config)
@@ -192,7 +243,9 @@ def _card_from_config(config: dict, name: str | None, source: str) -> ModelCard:
 
 def read_config_file(path: Path) -> dict:
     """A JSON object file (config.json, a safetensors index) as a dict, read bounded; one line when it cannot be."""
-    config = read_json_file(path, "config.json")
+    # transformers writes Infinity where a limit is open (SSM configs' time_step_limit: [0.0, Infinity]); every field
+    # the importer reads goes through hf_fields' typed reads, which refuse a non-finite number by name
+    config = read_json_file(path, "config.json", nonfinite=True)
     if not isinstance(config, dict):
         raise CardError(path, "", "a config.json must be a JSON object")
     return config

@@ -24,6 +24,7 @@ from roofline.importers.hf_parts import (
 from roofline.importers.hf_classic import _bloom, _falcon, _gpt2, _gpt_neox, _opt, _starcoder2
 from roofline.importers.hf_decoder import _decoder, _dense_family
 from roofline.importers.hf_hybrid import _falcon_h1, _granite_moe_hybrid, _jamba, _nemotron_h, _qwen3_next
+from roofline.importers.hf_ssm import _mamba, _mamba2_family
 
 
 def _llama(c: _Fields, notes: list[str]) -> dict:
@@ -42,10 +43,16 @@ def _qwen3(c: _Fields, notes: list[str]) -> dict:
     return _dense_family(c, sliding=_qwen_sliding, qk_norm=True, default_theta=10000.0)
 
 
-# Gemma3TextConfig defaults: the released gemma-3 configs leave these out of `text_config`.
+# Gemma3TextConfig defaults: the released gemma-3 configs leave these out of `text_config` (gemma-3-4b-it states no
+# head counts: transformers' 8 query and 4 KV heads)
 GEMMA3_DEFAULTS = {"vocab_size": 262208, "max_position_embeddings": 131072, "rope_theta": 1_000_000.0,
                    "rope_local_base_freq": 10000.0, "sliding_window_pattern": 6, "head_dim": 256,
-                   "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True}
+                   "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+                   "num_attention_heads": 8, "num_key_value_heads": 4}
+# LlamaConfig defaults, read only for a wrapper's nested `text_config` (LLaVA-1.5 states five fields of its Llama 2
+# 7B); a flat llama config must state its shapes
+LLAMA_DEFAULTS = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                  "num_attention_heads": 32, "max_position_embeddings": 2048, "rope_theta": 10000.0}
 
 
 def _gemma_local_theta(c: _Fields) -> float:
@@ -304,12 +311,17 @@ _FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
     "internlm2": ("internlm", _llama),  # Llama shapes with fused wqkv / gate-up (the same weights)
     "internlm3": ("internlm", _llama),
     "baichuan": ("baichuan", _llama),  # Llama shapes with fused W_pack; the 13B's ALiBi has no weights
+    "mamba": ("mamba", _mamba),
+    "falcon_mamba": ("falcon", _mamba),
+    "mamba2": ("mamba", _mamba2_family),
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
 # Config defaults (transformers' *Config class) for fields the released configs leave out.
 _FAMILY_DEFAULTS = {"gemma3": GEMMA3_DEFAULTS, "gemma3_text": GEMMA3_DEFAULTS,
                     "falcon": {"max_position_embeddings": 2048}, "bloom": {"max_position_embeddings": 2048},
-                    "gpt_neox": {"attention_bias": True}}
+                    "gpt_neox": {"attention_bias": True}, "jamba": {"max_position_embeddings": 262144}}
+# ... and those of a text model nested in a multimodal wrapper's `text_config`
+_NESTED_DEFAULTS = {"llama": LLAMA_DEFAULTS}
 # transformers' attribute_map: a family's own config names for the standard fields
 _GPT2_NAMES = {"hidden_size": "n_embd", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
                "max_position_embeddings": "n_positions"}
@@ -320,4 +332,5 @@ _FAMILY_ALIASES = {
     "gpt_neox": {"rope_theta": "rotary_emb_base", "partial_rotary_factor": "rotary_pct"},
     "exaone": {"num_hidden_layers": "num_layers"},
     "baichuan": {"max_position_embeddings": "model_max_length"},
+    "jamba": {"max_position_embeddings": "n_ctx"},  # Jamba-v0.1's config states its context as n_ctx
 }

@@ -9,7 +9,7 @@ _CUSTOM = {("full", "dense"): "D", ("sliding", "dense"): "T", ("mla", "dense"): 
            ("sliding", "moe"): "X", ("mla", "moe"): "Y", ("sliding", "none"): "W", ("mla", "none"): "V",
            ("deltanet", "moe"): "G", ("deltanet", "dense"): "H", ("chunked", "dense"): "c", ("chunked", "moe"): "C",
            ("mamba1", "dense"): "m", ("mamba1", "moe"): "e", ("mamba2", "moe"): "h", ("mamba2", "dense"): "k",
-           ("parallel", "dense"): "P", ("parallel", "moe"): "Q"}
+           ("parallel", "dense"): "P", ("parallel", "moe"): "Q", ("mamba1", "none"): "R"}
 _AUTO_MIXERS = {"full": "A", "sliding": "S", "mla": "L"}
 
 
