@@ -172,6 +172,29 @@ def test_bad_headers_are_one_line_errors(tmp_path, case):
         read_gguf_header(path)
 
 
+def _string_array(key: str, strings: list[bytes]) -> bytes:
+    k = key.encode()
+    return (struct.pack("<Q", len(k)) + k + struct.pack("<IIQ", 9, 8, len(strings))
+            + b"".join(struct.pack("<Q", len(v)) + v for v in strings))
+
+
+def test_string_arrays_are_bounded_together_and_a_truncated_one_refused(tmp_path, monkeypatch):
+    """Each string of a long array is walked in Python: a header's arrays hold at most MAX_STRING_ITEMS strings
+    together (16 M empty strings took 46 s), counted across arrays; one that runs past the file is refused."""
+    import roofline.importers.gguf_header as gh
+
+    monkeypatch.setattr(gh, "MAX_STRING_ITEMS", 10_000)
+    path = tmp_path / "strings.gguf"
+    path.write_bytes(_header(n_kv=2) + _string_array("a", [b"x"] * 6_000) + _string_array("b", [b""] * 6_000))
+    with pytest.raises(CardError, match="'b' holds 6,000 strings, beyond the 10,000"):
+        read_gguf_header(path)
+    path.write_bytes(_header(n_kv=1) + _string_array("a", [b"xy"] * 6_000)[:-10])
+    with pytest.raises(CardError, match="'a' runs past the end of the file"):
+        read_gguf_header(path)
+    path.write_bytes(_header(n_kv=1) + _string_array("a", [b"xy"] * 6_000))
+    assert read_gguf_header(path).metadata["a"].length == 6_000
+
+
 def _tensor_info(name: str, dims: tuple[int, ...], ggml_type: int, offset: int = 0) -> bytes:
     n = name.encode()
     return (struct.pack("<Q", len(n)) + n + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)

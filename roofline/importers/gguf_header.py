@@ -32,6 +32,9 @@ MAX_KEY_BYTES = 65535  # the GGUF spec caps keys at 65535 bytes
 MAX_KEPT_STRING_BYTES = 1 << 16  # longer strings (chat templates) are skipped, not decoded
 MAX_KEPT_ARRAY = 1 << 12  # per-layer arrays are kept; longer arrays (tokenizer lists) only counted
 MAX_ARRAY_ITEMS = 1 << 24  # 16 M entries: ten times the largest tokenizer vocabularies in use
+# strings in all arrays of one header together (each is walked item by item, ~0.3 us): 16 x the largest vocabularies
+# in use (Gemma 3's 262,144 tokens), so a header of many long string arrays reads in about a second
+MAX_STRING_ITEMS = 1 << 22
 MAX_COUNT = 1 << 20  # tensors or metadata entries: released models have about 1,000 tensors
 MAX_NAME_BYTES = 1024  # tensor names (ggml caps them at 63)
 # smallest encodings: a metadata entry (key length u64 + type u32 + one u8 value), a tensor info
@@ -81,6 +84,20 @@ class _Cursor:
 
     def __init__(self, buf, path: Path):
         self.buf, self.path, self.pos, self.end = buf, path, 0, len(buf)
+        self.strings_left = MAX_STRING_ITEMS  # string-array items this header may still hold
+
+    def skip_strings(self, count: int, what: str) -> None:
+        """Walk past `count` u64-length-prefixed strings without decoding them."""
+        buf, pos, end, unpack = self.buf, self.pos, self.end, struct.unpack_from
+        for _ in range(count):
+            if pos + 8 > end:
+                break
+            pos += 8 + unpack("<Q", buf, pos)[0]
+        else:
+            if pos <= end:
+                self.pos = pos
+                return
+        raise self.fail(f"{what} runs past the end of the file at offset {min(pos, end):,} (truncated download?)")
 
     def fail(self, problem: str) -> CardError:
         return CardError(self.path, "", f"not a readable GGUF file: {problem}")
@@ -130,8 +147,14 @@ def _array(cur: _Cursor, key: str) -> Any:
     if item == GGUFValueType.STRING:
         if count * 8 > cur.left:  # every string has at least its u64 length
             raise cur.fail(f"metadata {key!r} claims {count:,} strings but only {cur.left:,} bytes are left")
-        kept = [cur.string(f"metadata {key!r} item", MAX_KEPT_STRING_BYTES) for _ in range(count)]
-        return kept if count <= MAX_KEPT_ARRAY else ArrayCount(item.name, count)
+        if count > cur.strings_left:
+            raise cur.fail(f"metadata {key!r} holds {count:,} strings, beyond the {MAX_STRING_ITEMS:,} a header's "
+                           "arrays may hold together")
+        cur.strings_left -= count
+        if count <= MAX_KEPT_ARRAY:
+            return [cur.string(f"metadata {key!r} item", MAX_KEPT_STRING_BYTES) for _ in range(count)]
+        cur.skip_strings(count, f"metadata {key!r}")
+        return ArrayCount(item.name, count)
     fmt = _SCALARS[item]
     size = struct.calcsize(fmt)
     start = cur.take(count * size, f"metadata {key!r} ({count:,} x {item.name})")
