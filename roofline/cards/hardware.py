@@ -9,7 +9,7 @@ from pydantic import Field, StrictBool, field_validator, model_validator
 from roofline.cards.formats import MATH_DTYPES
 from roofline.cards.quantity import (
     Bytes,
-    BytesPerS,
+    LinkBytesPerS,
     PositiveBytes,
     PositiveBytesPerS,
     PositiveFlopPerS,
@@ -17,6 +17,8 @@ from roofline.cards.quantity import (
     Watts,
 )
 from roofline.cards.schema import Strict, card_name
+
+MAX_LINK_LATENCY_S = 1.0  # a link whose every message waits a second is no GPU link: a unit typo (ms for us)
 
 
 class Memory(Strict):
@@ -55,24 +57,36 @@ class PeakFlops(Strict):
     fp16_acc16: PositiveFlopPerS | None = None  # FP16 accumulate, where it differs from `fp16` (GeForce: 2x)
     fp8: PositiveFlopPerS | None = None
     int8: PositiveFlopPerS | None = None
+    int8_dp4a: PositiveFlopPerS | None = None  # int8 dot products (DP4A) on the CUDA cores, no tensor cores
     fp4: PositiveFlopPerS | None = None
 
     def as_dict(self) -> dict[str, float]:
         return {k: v for k in MATH_DTYPES if (v := getattr(self, k)) is not None}
 
+    @model_validator(mode="after")
+    def _has_a_float_peak(self):
+        # norms, softmax and the attention core run in a float dtype: a card with only int8 or fp4 peaks would time
+        # them at those rates
+        if self.as_dict() and all(getattr(self, k) is None for k in ("fp32", "tf32", "bf16", "fp16")):
+            raise ValueError("needs a floating-point peak (fp32, bf16 or fp16) beside any int8/fp8/fp4 figure")
+        return self
+
 
 class Interconnect(Strict):
     kind: str = "none"  # nvlink4, nvlink5, pcie5, infinity-fabric, none
-    bandwidth_bytes_per_s_per_direction: BytesPerS = Field(0.0, alias="bandwidth_per_direction")
+    bandwidth_bytes_per_s_per_direction: LinkBytesPerS = Field(0.0, alias="bandwidth_per_direction")
     latency_s: Seconds = Field(0.0, alias="latency")
     gpus_per_node: int = Field(1, ge=1, le=65_536)
     host_link: str | None = None
-    host_bandwidth_bytes_per_s_per_direction: BytesPerS | None = Field(None, alias="host_bandwidth_per_direction")
+    host_bandwidth_bytes_per_s_per_direction: LinkBytesPerS | None = Field(None, alias="host_bandwidth_per_direction")
 
     @model_validator(mode="after")
     def _link_has_bandwidth(self):
         if self.gpus_per_node > 1 and self.bandwidth_bytes_per_s_per_direction <= 0:
             raise ValueError("gpus_per_node > 1 needs bandwidth_per_direction > 0 (the GPU link's rate)")
+        if self.latency_s > MAX_LINK_LATENCY_S:
+            raise ValueError(f"latency {self.latency_s:g} s is beyond {MAX_LINK_LATENCY_S:g} s; give it with its unit "
+                             "('10 us')")
         return self
 
 

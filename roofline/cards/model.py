@@ -20,6 +20,7 @@ from roofline.cards.schema import (
     Width,
     card_name,
 )
+from roofline.cards.units import MAX_QUANTITY
 
 # full / sliding: GQA; chunked: Llama-4 local attention inside fixed chunks; mla: DeepSeek latent attention;
 # compressed: DeepSeek-V4 CSA/HCA (pooled KV); mamba1 / mamba2 / deltanet: recurrent mixers with a constant state;
@@ -288,6 +289,12 @@ class Architecture(Strict):
                 raise ValueError(f"layer type '{letter}' has a dense FFN but the card has no ffn section")
             if lt.ffn == "auto" and self.ffn is None and self.moe is None:
                 raise ValueError(f"layer type '{letter}' has an FFN but the card has neither an ffn nor a moe section")
+        if self.moe is not None and self.moe.first_dense_layers:
+            if self.moe.first_dense_layers > self.num_layers:
+                raise ValueError(f"moe.first_dense_layers {self.moe.first_dense_layers} exceeds num_layers "
+                                 f"{self.num_layers}")
+            if self.ffn is None:
+                raise ValueError("moe.first_dense_layers needs an ffn section (the dense layers' intermediate_size)")
         return self
 
     @property
@@ -381,8 +388,9 @@ class ModelCard(Strict):
         for component, n in (v or {}).items():
             if component not in COMPONENTS:
                 raise ValueError(f"unknown component '{component}'; use one of {', '.join(COMPONENTS)}")
-            if n < 0:
-                raise ValueError(f"'{component}' bytes must be >= 0, got {n}")
+            if not 0 <= n <= MAX_QUANTITY:
+                shown = str(n) if len(str(n)) <= 24 else f"a {len(str(n))}-digit number"
+                raise ValueError(f"'{component}' bytes must be between 0 and {MAX_QUANTITY:g}, got {shown}")
         return v
 
     @property

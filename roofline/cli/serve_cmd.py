@@ -82,8 +82,12 @@ def serve_cmd(
     trace: Annotated[Optional[str], typer.Option(help="Trace file (CSV or JSONL): arrival_s, prompt_tokens, "
                                                  "output_tokens[, prefix_id, prefix_tokens].")] = None,
     requests: Annotated[int, typer.Option(help="Requests to serve (a trace: at most this many).")] = 1000,
-    prompt: LenOpt = "500", output: LenOpt = "200",
-    burstiness: Annotated[float, typer.Option(help="Open loop: gamma shape of the gaps (1 = Poisson, <1 bursty).")] = 1.0,
+    prompt: Annotated[Optional[str], typer.Option(help=f"{LenOpt.__metadata__[0].help} [default: 500; a trace "
+                                                  "gives its own]")] = None,
+    output: Annotated[Optional[str], typer.Option(help=f"{LenOpt.__metadata__[0].help} [default: 200; a trace "
+                                                  "gives its own]")] = None,
+    burstiness: Annotated[Optional[float], typer.Option(help="Open loop: gamma shape of the gaps (1 = Poisson, <1 "
+                                                        "bursty).  [default: 1]")] = None,
     slo_ttft: SloOpt = None, slo_itl: SloOpt = None,
     seed: Annotated[int, typer.Option(min=0, help="Random seed (arrivals and lengths).")] = 0,
     quant: QuantOpt = None, kv_quant: KvOpt = None, gpus: GpusOpt = 1, pp: PpOpt = 1,
@@ -95,6 +99,13 @@ def serve_cmd(
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Simulate a runtime serving a request stream: TTFT, ITL, end-to-end percentiles, throughput, goodput."""
+    if trace and (prompt is not None or output is not None):
+        raise RooflineError("--prompt/--output draw the lengths of generated requests; a --trace gives each "
+                            "request's own: drop them")
+    if burstiness is not None and rate is None:
+        raise RooflineError("--burstiness shapes the gaps of an open loop (--rate); drop it or give --rate")
+    prompt, output = prompt or "500", output or "200"
+    burstiness = 1.0 if burstiness is None else burstiness
     result = run_serve(store(cards), model, hw, runtime, concurrency, rate, trace, requests, prompt, output,
                        burstiness, slo_ttft, slo_itl, seed, quant, kv_quant, gpus, pp, replicas, router, disagg,
                        network_gbps)

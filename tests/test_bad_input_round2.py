@@ -1,0 +1,55 @@
+"""Careless and hostile input from a second fuzzing pass over the CLI: card figures that overflow every division,
+schema gaps that reached an internal error, options silently dropped. Every case is a one-line error with exit 2 (no
+traceback, no hang) or, where stated, the answer the documented rule gives."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from hostile import cli, edited, refused, write_card
+
+from roofline.cards.store import bundled_dir
+
+PREDICT = ("predict", "-m", "llama-3.1-8b", "--hw")
+
+
+def _bundled(kind: str, name: str) -> dict:
+    return yaml.safe_load((bundled_dir() / kind / f"{name}.yaml").read_text())
+
+
+@pytest.mark.parametrize("path, value, needles", [
+    ("memory.bandwidth", "1e-300 B/s", ("memory.bandwidth", "at least")),
+    ("peak_flops.bf16", "1e-300 FLOP/s", ("peak_flops.bf16", "unit prefix")),
+    ("interconnect.bandwidth_per_direction", "1e-300 B/s", ("bandwidth_per_direction", "0 for none")),
+    ("interconnect.latency", "1e30 s", ("latency", "unit")),
+    ("peak_flops", {"int8": "1000 TOPS"}, ("peak_flops", "floating-point")),
+])
+def test_a_hardware_figure_no_device_has_is_refused(path, value, needles, tmp_path, capsys):
+    """A rate of 1e-300 B/s passed as positive and every time divided by it overflowed (TTFT inf, ITL of 300
+    digits); a card of int8 peaks only timed bf16 GEMMs at its int8 rate."""
+    write_card(tmp_path, "hardware", edited(_bundled("hardware", "h100-sxm"), path, value))
+    refused(cli(capsys, *PREDICT, "h100-sxm", "--gpus", "2", "--cards", tmp_path), *needles)
+
+
+@pytest.mark.parametrize("path, value, needle", [
+    ("architecture.moe.first_dense_layers", 1, "needs an ffn section"),
+    ("architecture.moe.first_dense_layers", 1000, "exceeds num_layers"),
+    ("stored_weight_bytes", {"ffn": 10**400}, "401-digit"),
+])
+def test_a_model_card_gap_is_refused_not_an_internal_error(path, value, needle, tmp_path, capsys):
+    card = _bundled("models", "mixtral-8x7b")
+    card.pop("stored_weight_bytes", None)
+    write_card(tmp_path, "models", edited(card, path, value))
+    refused(cli(capsys, "predict", "-m", "mixtral-8x7b", "--hw", "h100-sxm", "--cards", tmp_path), needle)
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (("--concurrency", "4", "--burstiness", "0.5"), "--burstiness"),
+    (("--trace", "TRACE", "--prompt", "999"), "--prompt"),
+    (("--trace", "TRACE", "--output", "7"), "--output"),
+])
+def test_serve_refuses_an_option_its_load_mode_ignores(extra, needle, tmp_path, capsys):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,200,20\n")
+    args = [str(trace) if a == "TRACE" else a for a in extra]
+    refused(cli(capsys, "serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--requests", "10", *args), needle)
