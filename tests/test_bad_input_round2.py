@@ -4,9 +4,11 @@ traceback, no hang) or, where stated, the answer the documented rule gives."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
-from hostile import cli, edited, refused, write_card
+from hostile import cli, edited, ok, refused, write_card
 
 from roofline.cards.store import bundled_dir
 
@@ -47,9 +49,31 @@ def test_a_model_card_gap_is_refused_not_an_internal_error(path, value, needle, 
     (("--concurrency", "4", "--burstiness", "0.5"), "--burstiness"),
     (("--trace", "TRACE", "--prompt", "999"), "--prompt"),
     (("--trace", "TRACE", "--output", "7"), "--output"),
+    (("--rate", "1e-14"), "at least 1e-06"),  # arrivals at 1e16 s swallowed millisecond latencies: TTFT 0 us
+    (("--rate", "1", "--burstiness", "1e-9"), "--burstiness"),
+    (("--concurrency", "2", "--disagg", "1:1", "--network-gbps", "1e-300"), "--network-gbps"),
+    (("--trace", "EPOCH"), "not a timestamp"),  # Unix ns read as seconds: every latency 0 us
 ])
 def test_serve_refuses_an_option_its_load_mode_ignores(extra, needle, tmp_path, capsys):
     trace = tmp_path / "trace.csv"
     trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,200,20\n")
-    args = [str(trace) if a == "TRACE" else a for a in extra]
+    epoch = tmp_path / "epoch.csv"
+    epoch.write_text("arrival_s,prompt_tokens,output_tokens\n1732700000000000000,100,10\n")
+    args = [{"TRACE": str(trace), "EPOCH": str(epoch)}.get(a, a) for a in extra]
     refused(cli(capsys, "serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--requests", "10", *args), needle)
+
+
+HEADER = ("id,source,hardware,engine,model,params_b,weight_quant,kv_dtype,isl,osl,batch,tp,metric,value,unit,notes,"
+          "hw_card,model_card,gpus")
+ROW = "X1,src,RTX 4090,llama.cpp b6918,llama,8,Q4_K_M,f16,512,,1,1,prefill_tok_s,9000,tok/s,NOTES,rtx-4090,llama-3.1-8b,1"
+
+
+@pytest.mark.parametrize("row, why", [
+    (ROW.replace("NOTES", "llama-bench pp512 @ d99999999999999999999999"), "depth"),  # predicted 1.8e-14 tok/s
+    (ROW.replace(",512,,1,1,prefill_tok_s,9000", ",,,1,1,agg_output_tok_s,9000"), "needs the row's isl and osl"),
+])
+def test_a_published_row_beyond_reading_is_skipped_with_its_reason(row, why, tmp_path, capsys):
+    path = tmp_path / "rows.csv"
+    path.write_text(f"{HEADER}\n{row}\n")
+    data = json.loads(ok(cli(capsys, "validate", "--published", path, "--json")))
+    assert not data["rows"] and why in data["skipped"][0]["why"]

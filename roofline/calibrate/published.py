@@ -17,7 +17,7 @@ import numpy as np
 
 from roofline.calibrate.engine_text import engine_runtime, row_date
 from roofline.calibrate.fit import error_summary
-from roofline.calibrate.row_checks import LATENCY_MS, LATENCY_S, row_problem, split_normalisation
+from roofline.calibrate.row_checks import LATENCY_MS, LATENCY_S, row_depth, row_problem, split_normalisation
 from roofline.calibrate.row_conditions import max_load_batch, row_flags, under_load
 from roofline.cards.files import MAX_CSV_BYTES, read_text
 from roofline.cards.formats import kv_format, weight_format
@@ -120,11 +120,6 @@ def _int(text: str, default: int) -> int:
     return int(text) if text and text.strip().isdecimal() else default
 
 
-def row_depth(row: dict) -> int:
-    m = re.search(r"@ ?d(\d+)", row.get("notes", ""))
-    return int(m.group(1)) if m else 0
-
-
 def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceiling: bool = False,
                 runtime: RuntimeChoice | None = None) -> RowPrediction:
     """Predict one CSV row's metric; `eff` overrides the card's expected efficiency (used when fitting), `runtime`
@@ -201,6 +196,8 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
         itl = float(np.mean(dec.total_s))
         return (wl.batch if metric == "agg_decode_tok_s" else 1.0) / itl
     if metric == "agg_output_tok_s":
+        if not (isl and osl):  # a batch's throughput turns on its lengths: no default stands in for them
+            raise RooflineError("agg_output_tok_s needs the row's isl and osl (its throughput depends on both)")
         replicas = max(gpus // (tp * pp), 1)
         wl = Workload(prompt_tokens=isl, output_tokens=osl, batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
         if not row["batch"].strip().isdecimal():  # `max`: the scheduler's max-load batch; a stated batch is kept

@@ -4,6 +4,7 @@ that are measurements (finite, positive, whole counts within the workload's boun
 from __future__ import annotations
 
 import math
+import re
 
 from roofline.perf.workload import MAX_COUNT
 
@@ -35,6 +36,12 @@ def metric_units(metric: str) -> tuple[str, ...]:
     return (f"{unit}/{per.removeprefix('per_').upper()}", unit) if per else (unit,)
 
 
+def row_depth(row: dict) -> int:
+    """Tokens already in the cache when a row's prompt ran: llama-bench's "pp512 @ d32768" in its notes, else 0."""
+    m = re.search(r"@ ?d(\d{1,12})\b", row.get("notes", ""))
+    return int(m.group(1)) if m else 0
+
+
 def row_problem(row: dict) -> str | None:
     """Why a row's numbers cannot be predicted (a zero, negative, NaN or infinite measurement; zero GPUs; a count
     beyond the workload's bound), or None when they can."""
@@ -62,6 +69,8 @@ def row_problem(row: dict) -> str | None:
             return f"{column} {text!r} is not a positive whole number"
         if len(text) > len(str(MAX_COUNT)) or text and int(text) > MAX_COUNT:
             return f"{column} {text[:40]} is beyond the bound of {MAX_COUNT:,}"
+    if row_depth(row) > MAX_COUNT or re.search(r"@ ?d\d{13}", str(row.get("notes") or "")):
+        return f"the depth its notes give (@ d...) is beyond the bound of {MAX_COUNT:,} tokens"
     tp, gpus = str(row.get("tp") or "").strip(), str(row.get("gpus") or "").strip()
     if tp and gpus and int(tp) > int(gpus):
         return f"tp {tp} is more than the row's {gpus} GPU(s)"

@@ -35,6 +35,7 @@ from roofline.perf.workload import make_workload
 
 LenOpt = Annotated[str, typer.Option(help="Tokens: N, uniform:LOW,HIGH, normal:MEAN,SD or lognormal:MEAN,SD.")]
 SloOpt = Annotated[Optional[float], typer.Option(help="SLO in seconds.")]
+MIN_NETWORK_GBPS = 1e-3  # 1 Mbit/s: below it one KV hand-off takes hours, a unit typo rather than a network
 DISTS = ("ttft_s", "itl_s", "tpot_s", "e2e_s", "queue_wait_s")
 LABELS = {"ttft_s": "TTFT", "itl_s": "ITL (every gap)", "tpot_s": "TPOT (per request)", "e2e_s": "end-to-end",
           "queue_wait_s": "queue wait"}
@@ -52,8 +53,9 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     card, hwc = st.model(model), st.hardware(hw)
     choice = runtime_choice(st, runtime)
     wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
-    if network_gbps is not None and not 0 < network_gbps < math.inf:
-        raise RooflineError(f"--network-gbps: must be a finite number > 0, got {network_gbps}")
+    if network_gbps is not None and not MIN_NETWORK_GBPS <= network_gbps < math.inf:
+        raise RooflineError(f"--network-gbps: must be a finite number of at least {MIN_NETWORK_GBPS:g} Gbit/s, got "
+                            f"{network_gbps}")
     if disagg and replicas != 1:
         raise RooflineError(f"--replicas {replicas} with --disagg {disagg}: a disaggregated fleet is P prefill and D "
                             "decode replicas; give their counts in --disagg P:D and drop --replicas")

@@ -81,14 +81,22 @@ def parse_lengths(option: str, text: str) -> Lengths:
 
 # --- arrivals -----------------------------------------------------------------------------------------------------
 
+# one request in 11.6 days: slower, an arrival time's float (1e16 s at 1e-14/s) has no room for a millisecond's latency
+MIN_RATE_PER_S = 1e-6
+# gamma shapes of the gaps: below 1e-3 nearly every gap underflows to 0 (one burst), above 1e3 they are all equal
+BURSTINESS_RANGE = (1e-3, 1e3)
+
+
 def open_loop(rate_per_s: float, n: int, prompt: Lengths, output: Lengths, seed: int = 0,
               burstiness: float = 1.0) -> Iterator[Request]:
     """`n` requests at `rate_per_s` on average: gamma inter-arrival gaps of shape `burstiness` (1 = Poisson;
     < 1 burstier, > 1 more even; as `vllm bench serve --burstiness`), scale 1 / (rate x burstiness)."""
-    if not 0 < rate_per_s < math.inf:
-        raise RooflineError(f"--rate: must be a finite number > 0 requests/s, got {rate_per_s}")
-    if not 0 < burstiness < math.inf:
-        raise RooflineError(f"--burstiness: must be a finite number > 0, got {burstiness}")
+    if not MIN_RATE_PER_S <= rate_per_s < math.inf:
+        raise RooflineError(f"--rate: must be a finite number of at least {MIN_RATE_PER_S:g} requests/s, got "
+                            f"{rate_per_s}")
+    if not BURSTINESS_RANGE[0] <= burstiness <= BURSTINESS_RANGE[1]:
+        raise RooflineError(f"--burstiness: must be between {BURSTINESS_RANGE[0]:g} and {BURSTINESS_RANGE[1]:g} "
+                            f"(1 = Poisson), got {burstiness}")
     rng = np.random.default_rng(seed)
     gaps = rng.gamma(burstiness, 1.0 / (rate_per_s * burstiness), n)
     arrivals = np.cumsum(gaps)
@@ -107,6 +115,9 @@ def closed_loop_requests(n: int, prompt: Lengths, output: Lengths, seed: int = 0
 # --- traces -------------------------------------------------------------------------------------------------------
 
 TRACE_FIELDS = ("arrival_s", "prompt_tokens", "output_tokens")
+# a trace's arrivals are seconds from its start; 31.7 years on, a step's milliseconds fall below the float's resolution
+# (a Unix time in ns read as seconds made every latency 0 us)
+MAX_ARRIVAL_S = 1e9
 PREFIX_FIELDS = ("prefix_id", "prefix_tokens")  # optional: requests with one id share their first prefix_tokens
 
 
@@ -140,6 +151,9 @@ def _row(raw: dict, where: str) -> Request:
     if not math.isfinite(arrival) or arrival < 0 or prompt <= 0 or output <= 0 or not 0 <= prefix_tokens <= prompt:
         raise RooflineError(f"{where}: needs arrival_s >= 0, prompt_tokens > 0, output_tokens > 0 and "
                             f"0 <= prefix_tokens <= prompt_tokens")
+    if arrival > MAX_ARRIVAL_S:
+        raise RooflineError(f"{where}: arrival_s {arrival:.4g} is beyond {MAX_ARRIVAL_S:g} s; it is seconds from the "
+                            "trace's start, not a timestamp (subtract the first arrival; ns or ms: divide)")
     prefix = raw.get("prefix_id")
     return Request(arrival, prompt, output, None if prefix in (None, "") else str(prefix), prefix_tokens)
 
