@@ -77,3 +77,16 @@ def test_a_published_row_beyond_reading_is_skipped_with_its_reason(row, why, tmp
     path.write_text(f"{HEADER}\n{row}\n")
     data = json.loads(ok(cli(capsys, "validate", "--published", path, "--json")))
     assert not data["rows"] and why in data["skipped"][0]["why"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("sweep", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "1,4", "--static",
+      "--requests-per-client", "99"), "--static"),
+    (("sweep", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "1,4", "--static", "--seed", "5"), "--seed"),
+    (("plot", "serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--concurrency", "2", "--requests", "20",
+      "--burstiness", "0", "-o", "OUT"), "--burstiness"),
+])
+def test_closed_loop_and_open_loop_options_are_refused_where_they_do_nothing(args, needle, tmp_path, capsys):
+    args = [str(tmp_path / "b.png") if a == "OUT" else a for a in args]
+    refused(cli(capsys, *args), needle)
+    assert not (tmp_path / "b.png").exists()

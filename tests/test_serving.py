@@ -145,8 +145,8 @@ def test_runtime_that_cannot_run_the_format_is_one_line():
 
 def test_sweep_is_the_closed_loop_with_the_static_batch_beside_it():
     args = ("sweep", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--concurrency", "1,2,6", "--prompt", "8k",
-            "--output", "256", "--requests-per-client", "2", "--json")
-    closed = json.loads(run_cli(*args).stdout)
+            "--output", "256", "--json")
+    closed = json.loads(run_cli(*args, "--requests-per-client", "2").stdout)
     static = json.loads(run_cli(*args, "--static").stdout)
     assert closed["mode"] == "closed_loop" and static["mode"] == "static"
     one, two, six = closed["rows"]

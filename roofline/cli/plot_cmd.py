@@ -9,6 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from roofline.cli.common import (
+    BurstOpt,
+    GivenLenOpt,
     CardsOpt,
     GpusOpt,
     JsonOpt,
@@ -111,9 +113,8 @@ def serve_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
                rate: Annotated[Optional[float], typer.Option(help="Open loop: requests per second.")] = None,
                trace: Annotated[Optional[str], typer.Option(help="Trace file (CSV or JSONL).")] = None,
                requests: Annotated[int, typer.Option(help="Requests to serve.")] = 1000,
-               prompt: Annotated[str, typer.Option(help="Tokens: N or a distribution, as `serve` takes.")] = "500",
-               output: Annotated[str, typer.Option(help="Tokens: N or a distribution.")] = "200",
-               burstiness: float = 1.0, seed: int = 0, quant: QuantOpt = None, kv_quant: KvOpt = None,
+               prompt: GivenLenOpt = None, output: GivenLenOpt = None, burstiness: BurstOpt = None,
+               seed: int = 0, quant: QuantOpt = None, kv_quant: KvOpt = None,
                gpus: GpusOpt = 1, pp: PpOpt = 1, out: OutOpt = Path("serve.png"), as_json: JsonOpt = False,
                cards: CardsOpt = None, runtime: RuntimeOpt = None):
     from roofline.cli.serve_cmd import run_serve

@@ -10,7 +10,11 @@ from typing import Annotated, Optional
 import typer
 
 from roofline.cli.common import (
+    DEFAULT_OUTPUT,
+    DEFAULT_PROMPT,
+    BurstOpt,
     CardsOpt,
+    GivenLenOpt,
     GpusOpt,
     JsonOpt,
     KvOpt,
@@ -41,6 +45,17 @@ LABELS = {"ttft_s": "TTFT", "itl_s": "ITL (every gap)", "tpot_s": "TPOT (per req
           "queue_wait_s": "queue wait"}
 
 
+def _load_options(rate, trace, prompt, output, burstiness) -> tuple[str, str, float]:
+    """--prompt/--output/--burstiness with their defaults, refused where the load mode would ignore them (None: not
+    given)."""
+    if trace and (prompt is not None or output is not None):
+        raise RooflineError("--prompt/--output draw the lengths of generated requests; a --trace gives each "
+                            "request's own: drop them")
+    if burstiness is not None and rate is None:
+        raise RooflineError("--burstiness shapes the gaps of an open loop (--rate); drop it or give --rate")
+    return prompt or DEFAULT_PROMPT, output or DEFAULT_OUTPUT, 1.0 if burstiness is None else burstiness
+
+
 def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt, output, burstiness, slo_ttft,
               slo_itl, seed, quant, kv_quant, gpus, pp, replicas=1, router="round_robin", disagg=None,
               network_gbps=None):
@@ -50,6 +65,7 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
 
     if seed < 0:
         raise RooflineError(f"--seed: give a whole number >= 0, got {seed}")
+    prompt, output, burstiness = _load_options(rate, trace, prompt, output, burstiness)
     card, hwc = st.model(model), st.hardware(hw)
     choice = runtime_choice(st, runtime)
     wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
@@ -84,12 +100,7 @@ def serve_cmd(
     trace: Annotated[Optional[str], typer.Option(help="Trace file (CSV or JSONL): arrival_s, prompt_tokens, "
                                                  "output_tokens[, prefix_id, prefix_tokens].")] = None,
     requests: Annotated[int, typer.Option(help="Requests to serve (a trace: at most this many).")] = 1000,
-    prompt: Annotated[Optional[str], typer.Option(help=f"{LenOpt.__metadata__[0].help} [default: 500; a trace "
-                                                  "gives its own]")] = None,
-    output: Annotated[Optional[str], typer.Option(help=f"{LenOpt.__metadata__[0].help} [default: 200; a trace "
-                                                  "gives its own]")] = None,
-    burstiness: Annotated[Optional[float], typer.Option(help="Open loop: gamma shape of the gaps (1 = Poisson, <1 "
-                                                        "bursty).  [default: 1]")] = None,
+    prompt: GivenLenOpt = None, output: GivenLenOpt = None, burstiness: BurstOpt = None,
     slo_ttft: SloOpt = None, slo_itl: SloOpt = None,
     seed: Annotated[int, typer.Option(min=0, help="Random seed (arrivals and lengths).")] = 0,
     quant: QuantOpt = None, kv_quant: KvOpt = None, gpus: GpusOpt = 1, pp: PpOpt = 1,
@@ -101,13 +112,6 @@ def serve_cmd(
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Simulate a runtime serving a request stream: TTFT, ITL, end-to-end percentiles, throughput, goodput."""
-    if trace and (prompt is not None or output is not None):
-        raise RooflineError("--prompt/--output draw the lengths of generated requests; a --trace gives each "
-                            "request's own: drop them")
-    if burstiness is not None and rate is None:
-        raise RooflineError("--burstiness shapes the gaps of an open loop (--rate); drop it or give --rate")
-    prompt, output = prompt or "500", output or "200"
-    burstiness = 1.0 if burstiness is None else burstiness
     result = run_serve(store(cards), model, hw, runtime, concurrency, rate, trace, requests, prompt, output,
                        burstiness, slo_ttft, slo_itl, seed, quant, kv_quant, gpus, pp, replicas, router, disagg,
                        network_gbps)

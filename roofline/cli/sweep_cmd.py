@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import numpy as np
 import typer
@@ -41,6 +41,9 @@ from roofline.perf.workload import check_context, make_workload
 from roofline.sizing.memory import Deployment, max_concurrency
 
 
+DEFAULT_REQUESTS_PER_CLIENT = 4  # closed loop: a few requests per client reach steady state
+
+
 def sweep_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model card.")],
     hw: Annotated[str, typer.Option("--hw", help="Hardware card.")],
@@ -51,14 +54,20 @@ def sweep_cmd(
     runtime: RuntimeOpt = None,
     static: Annotated[bool, typer.Option("--static", help="Time one static batch of N prompts arriving together "
                                          "(the analytic predictor) instead of simulating N clients.")] = False,
-    requests_per_client: Annotated[int, typer.Option(help="Closed loop: requests each client sends.")] = 4,
-    seed: Annotated[int, typer.Option(min=0, help="Closed loop: random seed.")] = 0,
+    requests_per_client: Annotated[Optional[int], typer.Option(help="Closed loop: requests each client sends.  "
+                                                               "[default: 4]")] = None,
+    seed: Annotated[Optional[int], typer.Option(min=0, help="Closed loop: random seed.  [default: 0]")] = None,
 ):
     """Aggregate and per-request tok/s, ITL and TTFT as concurrency grows. By default N clients in a closed loop
     (each sends its next request when the last completes) through the runtime's scheduler, with the static
     batch's figures beside them as static_* columns; --static gives the static batch alone (stops where memory
     runs out)."""
     check_formats(as_json, as_csv)
+    if static and (requests_per_client is not None or seed is not None):
+        raise RooflineError("--requests-per-client and --seed drive the closed loop; --static times one batch: drop "
+                            "them or --static")
+    requests_per_client = DEFAULT_REQUESTS_PER_CLIENT if requests_per_client is None else requests_per_client
+    seed = seed or 0
     st = store(cards)
     card, quant = model_and_quant(st, model, quant)
     hwc = st.hardware(hw)
