@@ -90,3 +90,13 @@ def test_closed_loop_and_open_loop_options_are_refused_where_they_do_nothing(arg
     args = [str(tmp_path / "b.png") if a == "OUT" else a for a in args]
     refused(cli(capsys, *args), needle)
     assert not (tmp_path / "b.png").exists()
+
+
+def test_a_published_file_of_more_rows_than_a_table_is_refused_before_predicting(tmp_path, capsys, monkeypatch):
+    """836,241 rows of 20 MB took 190 s and 2 GB; a table of more than MAX_PUBLISHED_ROWS is refused on reading."""
+    import roofline.calibrate.published as published
+
+    monkeypatch.setattr(published, "MAX_PUBLISHED_ROWS", 50)
+    path = tmp_path / "rows.csv"
+    path.write_text(HEADER + "\n" + "\n".join(ROW.replace("X1", f"X{i}") for i in range(51)) + "\n")
+    refused(cli(capsys, "validate", "--published", path), "more than 50 rows", "split")

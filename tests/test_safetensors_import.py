@@ -168,6 +168,7 @@ def _file(tmp_path, header: bytes, length: int | None = None, tail: bytes = b"")
 @pytest.mark.parametrize("header, length, tail, message", [
     (b"", 0, b"", "not UTF-8 JSON"),
     (b"{}", 10**9, b"", "header claims 1,000,000,000 bytes"),
+    (b"{}", 20_000_000, b"", "header claims 20,000,000 bytes"),  # a 100 MB header of [] parsed into 2.6 GB
     (b"{}", 5000, b"", "truncated download"),
     (b"[1]", None, b"", "not a JSON object"),
     (b'{"w": {"dtype": "Q9", "shape": [1], "data_offsets": [0, 1]}}', None, b"\0", "unknown dtype 'Q9'"),

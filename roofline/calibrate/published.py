@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,6 +249,10 @@ def source_document(source: str) -> str:
     return re.split(r"\s+\(|\s+'|,", source.strip(), maxsplit=1)[0].strip()
 
 
+# published tables hold hundreds of rows (this repository's ~950); a file of more is not one table
+MAX_PUBLISHED_ROWS = 20_000
+
+
 def read_rows(path: Path) -> list[dict]:
     """The rows of a CSV file read through the bounded reader (regular file, size cap, UTF-8)."""
     text = read_text(Path(path), MAX_CSV_BYTES, "CSV file")
@@ -256,9 +261,13 @@ def read_rows(path: Path) -> list[dict]:
         twice = sorted({c for c in reader.fieldnames or [] if (reader.fieldnames or []).count(c) > 1})
         if twice:
             raise RooflineError(f"--published {path}: the header names column {twice[0]!r} twice; keep one")
-        return list(reader)
+        rows = list(itertools.islice(reader, MAX_PUBLISHED_ROWS + 1))
     except csv.Error as err:
         raise RooflineError(f"--published {path}: not a readable CSV ({err})") from None
+    if len(rows) > MAX_PUBLISHED_ROWS:
+        raise RooflineError(f"--published {path}: more than {MAX_PUBLISHED_ROWS:,} rows; each is predicted (~2 ms): "
+                            "split the file")
+    return rows
 
 
 def engine_family(engine: str) -> str:
