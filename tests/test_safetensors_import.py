@@ -180,3 +180,15 @@ def _file(tmp_path, header: bytes, length: int | None = None, tail: bytes = b"")
 def test_bad_safetensors_headers_are_one_line(tmp_path, header, length, tail, message):
     with pytest.raises(CardError, match=message):
         read_safetensors_header(_file(tmp_path, header, length, tail))
+
+
+def test_shards_whose_headers_claim_too_much_together_are_refused_before_parsing(tmp_path, monkeypatch):
+    """Each shard's header is bounded alone; 100,000 shards of 16 MB would still parse for hours, so their stated
+    lengths are summed first."""
+    import roofline.importers.safetensors as st
+
+    cfg = llama_config()
+    folder = write_checkpoint(tmp_path / "ck", cfg, llama_tensors(cfg), shards=3)
+    monkeypatch.setattr(st, "MAX_CHECKPOINT_HEADER_BYTES", 100)
+    with pytest.raises(CardError, match="3 shards' headers claim more than 100 bytes together"):
+        card_from_checkpoint(folder)

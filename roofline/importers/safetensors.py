@@ -10,6 +10,7 @@ card's weight bytes are the checkpoint's. A Hugging Face cache folder (models--o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -31,6 +32,8 @@ MAX_HEADER_BYTES = 16_000_000
 HEADER_LENGTH_BYTES = 8
 INDEX_FILE = "model.safetensors.index.json"
 MAX_SHARDS = 100_000
+# every shard's header together: DeepSeek-V3's 163 shards hold 91,000 tensors in about 12 MB of headers
+MAX_CHECKPOINT_HEADER_BYTES = 64_000_000
 # bits per stored value of each safetensors dtype (safetensors/src/tensor.rs Dtype); F4 and F6 pack several
 # values per byte
 DTYPE_BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8, "F4": 4, "F6_E2M3": 6,
@@ -104,6 +107,19 @@ def _tensor(path: Path, name: str, entry: object, data_bytes: int) -> Tensor:
         raise _fail(path, f"tensor {name!r} is {n_bytes:,} bytes but {dtype} x {shape} needs "
                     f"{n_values * DTYPE_BITS[dtype] / 8:,.0f}")
     return Tensor(name, dtype, tuple(shape), n_bytes)
+
+
+def _check_header_total(folder: Path, files: list[Path]) -> None:
+    """Refuse a checkpoint whose shards' headers together claim more than MAX_CHECKPOINT_HEADER_BYTES, before any is
+    parsed (a header's stated length is its first 8 bytes)."""
+    total = 0
+    for path in files:
+        with contextlib.suppress(OSError), open_regular(path, "safetensors file") as f:
+            raw = f.read(HEADER_LENGTH_BYTES)
+            total += struct.unpack("<Q", raw)[0] if len(raw) == HEADER_LENGTH_BYTES else 0
+        if total > MAX_CHECKPOINT_HEADER_BYTES:
+            raise _fail(folder, f"its {len(files):,} shards' headers claim more than {MAX_CHECKPOINT_HEADER_BYTES:,} "
+                                "bytes together")
 
 
 def read_safetensors_header(path: Path) -> list[Tensor]:
@@ -250,6 +266,7 @@ def card_from_checkpoint(folder: Path, name: str | None = None) -> ModelCard:
     default_name = slug(name or (repo or "").split("/")[-1] or folder.name) or "checkpoint"
     source = f"{folder.name} (config.json + safetensors headers)"
     card = card_from_config(config, name=default_name, source=source)
+    _check_header_total(folder, files)
     tensors = [t for f in files for t in read_safetensors_header(f)]
     nbytes, by_format, left_out = _stored(tensors, card.architecture.num_layers)
     notes = [f"weights as stored in {len(files)} safetensors file(s) ({sum(nbytes.values()):,} bytes)"]
