@@ -109,7 +109,7 @@ def test_plot_concurrency_refused_and_nothing_written(kind, value, tmp_path, cap
 
 
 @pytest.mark.parametrize("extra, needle", [(["--target-rate", "inf"], "--target-rate"),
-                                           (["--usd-per-gpu-hour", "nan"], "finite"),
+                                           (["--usd-per-gpu-hour", "nan"], "must be between"),
                                            (["--usd-per-gpu-hour", "h100-sxm=3,h100-sxm=4"], "priced twice")])
 def test_capacity_rates_and_prices_must_be_finite(extra, needle, capsys):
     with time_limit(5):  # refused before any configuration is searched

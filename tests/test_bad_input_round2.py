@@ -100,3 +100,14 @@ def test_a_published_file_of_more_rows_than_a_table_is_refused_before_predicting
     path = tmp_path / "rows.csv"
     path.write_text(HEADER + "\n" + "\n".join(ROW.replace("X1", f"X{i}") for i in range(51)) + "\n")
     refused(cli(capsys, "validate", "--published", path), "more than 50 rows", "split")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("capacity", "--target-rate", "1e300"), "at most 1e+06"),  # printed 299-digit GPU counts after 150 s
+    (("capacity", "--usd-per-gpu-hour", "1e-300"), "between 0.001"),
+    (("fits", "--block-tokens", "100000000"), "at most 1024"),
+])
+def test_fleet_and_memory_options_beyond_any_deployment_are_refused(args, needle, capsys):
+    command, *extra = args
+    slo = ("--slo-ttft", "1", "--slo-itl", "0.05") if command == "capacity" else ()
+    refused(cli(capsys, command, "-m", "llama-3.1-8b", "--hw", "h100-sxm", *slo, *extra), needle)

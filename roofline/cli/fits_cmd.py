@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from roofline.cards.schema import MAX_SMALL
 from roofline.cards.units import QuantityError, parse_quantity
 from roofline.cli.common import (
     CardsOpt,
@@ -77,6 +78,8 @@ def fits_cmd(
     for label, value in (("--block-tokens", block_tokens), ("--max-step-tokens", max_step_tokens)):
         if value is not None and value <= 0:
             raise RooflineError(f"{label}: must be > 0, got {value}")
+    if block_tokens is not None and block_tokens > MAX_SMALL:  # as a runtime profile's block_size_tokens
+        raise RooflineError(f"--block-tokens: at most {MAX_SMALL} tokens a block (vLLM: 16), got {block_tokens}")
     if runtime_memory is not None and not re.search(r"[a-z]", runtime_memory, re.I):  # '2' is not 2 bytes
         raise RooflineError(f"--runtime-memory {runtime_memory!r}: give a unit, e.g. '{runtime_memory.strip()} GB'")
     try:

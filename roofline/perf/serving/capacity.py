@@ -203,6 +203,13 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
             "attainment": best["attainment"], "kv_pool_tokens": s["kv_pool_tokens_per_replica"]}
 
 
+# a GPU-hour from a tenth of a cent to $10,000 (cloud rates are $0.2-10): outside it, a typo; 1e300 printed a cost
+# of 1e300 per million tokens
+PRICE_RANGE = (1e-3, 1e4)
+# requests/s a fleet is sized for: a million, beyond any deployment published (1e300 printed 299-digit GPU counts)
+MAX_TARGET_RATE = 1e6
+
+
 def parse_prices(text: str | None, hws: list[HardwareCard]) -> dict[str, float]:
     """--usd-per-gpu-hour: one price for every card ('3.5') or per card ('h100-sxm=3.99,b200=6.69'); not given,
     each card's cited cloud rate (`cloud_usd_per_gpu_hour`), where it has one."""
@@ -226,8 +233,9 @@ def parse_prices(text: str | None, hws: list[HardwareCard]) -> dict[str, float]:
     except ValueError:
         raise RooflineError(f"--usd-per-gpu-hour {text!r}: give a price like 3.5, or per card like "
                             f"h100-sxm=3.99,b200=6.69") from None
-    if not all(0 < v < math.inf for v in out.values()):
-        raise RooflineError(f"--usd-per-gpu-hour {text!r}: prices must be finite and > 0")
+    if not all(PRICE_RANGE[0] <= v <= PRICE_RANGE[1] for v in out.values()):
+        raise RooflineError(f"--usd-per-gpu-hour {text!r}: prices must be between {PRICE_RANGE[0]:g} and "
+                            f"{PRICE_RANGE[1]:g} USD per GPU-hour")
     return out
 
 
@@ -244,8 +252,9 @@ def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | 
     for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
         if not v > 0:
             raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
-    if target_rate is not None and not 0 < target_rate < math.inf:
-        raise RooflineError(f"--target-rate: must be a finite number > 0 requests/s, got {target_rate}")
+    if target_rate is not None and not 0 < target_rate <= MAX_TARGET_RATE:
+        raise RooflineError(f"--target-rate: must be a number of requests/s above 0 and at most {MAX_TARGET_RATE:g}, "
+                            f"got {target_rate}")
     slo = Slo(slo_ttft_s, slo_itl_s)
     jobs = [(card, cfg, runtime, prompt, output, slo, seed) for hw in hws for cfg in candidates(card, hw, runtime)]
     workers = workers or min(2, os.cpu_count() or 1, len(jobs))
