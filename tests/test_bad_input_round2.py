@@ -65,7 +65,8 @@ def test_serve_refuses_an_option_its_load_mode_ignores(extra, needle, tmp_path, 
 
 HEADER = ("id,source,hardware,engine,model,params_b,weight_quant,kv_dtype,isl,osl,batch,tp,metric,value,unit,notes,"
           "hw_card,model_card,gpus")
-ROW = "X1,src,RTX 4090,llama.cpp b6918,llama,8,Q4_K_M,f16,512,,1,1,prefill_tok_s,9000,tok/s,NOTES,rtx-4090,llama-3.1-8b,1"
+ROW = ("X1,src,RTX 4090,llama.cpp b6918,llama,8,Q4_K_M,f16,512,,1,1,prefill_tok_s,9000,tok/s,NOTES,rtx-4090,"
+       "llama-3.1-8b,1")
 
 
 @pytest.mark.parametrize("row, why", [
@@ -106,8 +107,16 @@ def test_a_published_file_of_more_rows_than_a_table_is_refused_before_predicting
     (("capacity", "--target-rate", "1e300"), "at most 1e+06"),  # printed 299-digit GPU counts after 150 s
     (("capacity", "--usd-per-gpu-hour", "1e-300"), "between 0.001"),
     (("fits", "--block-tokens", "100000000"), "at most 1024"),
+    (("sweep", "--concurrency", "100000,90000,80000"), "1,080,000 requests in all"),  # each level alone is allowed
 ])
 def test_fleet_and_memory_options_beyond_any_deployment_are_refused(args, needle, capsys):
     command, *extra = args
     slo = ("--slo-ttft", "1", "--slo-itl", "0.05") if command == "capacity" else ()
     refused(cli(capsys, command, "-m", "llama-3.1-8b", "--hw", "h100-sxm", *slo, *extra), needle)
+
+
+def test_a_runtime_profiles_per_unit_bandwidth_needs_a_unit_prefix(tmp_path, capsys):
+    """gemv_unit_bandwidth_bytes_per_s of 1e-300 decoded at 0.00 tok/s."""
+    profile = edited(_bundled("runtimes", "vllm"), "efficiency.default.gemv_unit_bandwidth_bytes_per_s", 1e-300)
+    write_card(tmp_path, "runtimes", profile)
+    refused(cli(capsys, *PREDICT, "h100-sxm", "--runtime", "vllm", "--cards", tmp_path), "gemv_unit_bandwidth")

@@ -18,7 +18,7 @@ RUNTIME_WORDS = (
     ("vllm", r"vllm"),
     ("sglang", r"sglang"),
     ("trtllm", r"tensorrt[- _]?llm|trt[- _]?llm"),
-    ("trtllm", r"\bnim\b"),  # NVIDIA NIM for LLMs serves TensorRT-LLM engines; its own version numbers are not TRT-LLM's
+    ("trtllm", r"\bnim\b"),  # NVIDIA NIM for LLMs serves TensorRT-LLM engines (its version numbers are NIM's own)
     ("mlx", r"mlx[-_ ]lm"),
     ("lmdeploy", r"lmdeploy|turbomind"),
     ("tgi", r"text[- ]generation[- ]inference|\btgi\b"),
@@ -82,5 +82,6 @@ def row_date(row: dict) -> str | None:
     """YYYY-MM of a row: its `date` column, else a 'May 2024' in its engine text."""
     if row.get("date", "").strip():
         return row["date"].strip()[:7]
-    m = re.search(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(20\d\d)\b", row.get("engine", "").lower())
+    m = re.search(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(20\d\d)\b",
+                  row.get("engine", "").lower())
     return f"{m.group(2)}-{MONTHS[m.group(1)]:02d}" if m else None

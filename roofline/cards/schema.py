@@ -76,6 +76,9 @@ def card_name(value: str, example: str) -> str:
 
 # The most a non-fraction efficiency field may say (a hardware card's `efficiency:`, a runtime profile's): far above
 # any measured value, low enough that a step's arithmetic stays finite (a typo such as 1e300 would overflow it).
+# a compute unit drawing less than 1 MB/s in a matrix-vector kernel: a lost unit prefix (the bundled cards: 6-52 GB/s
+# per SM); 1e-300 decoded at 0.00 tok/s
+MIN_UNIT_BANDWIDTH = 1e6
 SECONDS_MAX = 1.0  # a fixed cost per kernel, step, sequence or token of a second is no runtime's
 TOKENS_MAX = MAX_CONTEXT  # tile sizes, batch and context buckets, prefill chunks
 EFFICIENCY_MAX = {"gemv_unit_bandwidth_bytes_per_s": 1e14, "kernels_per_expert": MAX_SMALL,
@@ -92,4 +95,7 @@ def efficiency_number_problem(key: str, value: object) -> str | None:
         return f"{value!r} is outside [0, {most:g}]"
     if key == "prefill_chunk_tokens" and 0 < value < 1:
         return f"{value!r}: give 0 (the whole prompt in one step) or a whole number of tokens"
+    if key == "gemv_unit_bandwidth_bytes_per_s" and 0 < value < MIN_UNIT_BANDWIDTH:
+        return (f"{value!r} B/s per compute unit: give 0 (no limit) or at least {MIN_UNIT_BANDWIDTH:g} (a unit prefix "
+                "missing?)")
     return None

@@ -41,9 +41,6 @@ from roofline.perf.workload import check_context, make_workload
 from roofline.sizing.memory import Deployment, max_concurrency
 
 
-DEFAULT_REQUESTS_PER_CLIENT = 4  # closed loop: a few requests per client reach steady state
-
-
 def sweep_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model card.")],
     hw: Annotated[str, typer.Option("--hw", help="Hardware card.")],
@@ -66,7 +63,9 @@ def sweep_cmd(
     if static and (requests_per_client is not None or seed is not None):
         raise RooflineError("--requests-per-client and --seed drive the closed loop; --static times one batch: drop "
                             "them or --static")
-    requests_per_client = DEFAULT_REQUESTS_PER_CLIENT if requests_per_client is None else requests_per_client
+    from roofline.perf.serving.run import REQUESTS_PER_CLIENT
+
+    requests_per_client = REQUESTS_PER_CLIENT if requests_per_client is None else requests_per_client
     seed = seed or 0
     st = store(cards)
     card, quant = model_and_quant(st, model, quant)
@@ -139,11 +138,15 @@ STATIC_KEYS = ("decode_tok_s_aggregate", "decode_tok_s", "ttft_s", "itl_s")
 def _closed_loop_rows(card, hwc, wl, choice, eff, levels, static_rows, requests_per_client, seed) -> list[dict]:
     """The closed-loop simulation at each level, with the static batch's figures as static_* columns."""
     from roofline.perf.serving.policy import policy_for
-    from roofline.perf.serving.run import build_fleet, check_size, closed_loop_row
+    from roofline.perf.serving.run import MAX_REQUESTS, build_fleet, check_size, closed_loop_row
     from roofline.perf.serving.workload import Lengths
 
-    for n in levels:  # every level checked before the first is simulated
+    for n in levels:  # every level checked before the first is simulated, and all of them together
         check_size(1, n)
+    if sum(levels) * requests_per_client > MAX_REQUESTS:
+        raise RooflineError(f"--concurrency levels x --requests-per-client {requests_per_client}: "
+                            f"{sum(levels) * requests_per_client:,} requests in all, beyond the {MAX_REQUESTS:,} one "
+                            "sweep simulates (about 5,000 a second); give fewer or smaller levels")
     fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp), eff=eff)
     prompt, output = Lengths("fixed", wl.prompt_tokens), Lengths("fixed", wl.output_tokens)
     rows = []
