@@ -202,6 +202,18 @@ CAUSES = """## Systematic causes found in the residuals
   10%), against the 15% llama.cpp's depth sweep measured (the `soc` default). Head dimensions past FlashAttention's
   256 and attention sinks plausibly take another backend there, but every such row is one document: held out, nothing
   would be left to fit an attention efficiency on, so none is fitted.
+- **Tried and not kept: llama.cpp's MMQ prompts at the CUDA cores' int8 rate.** Dense k-quant prompts of MMQ builds
+  (b3216 on, and Ollama) on one NVIDIA GPU, 22 rows on an A100, RTX A6000, RTX 3080/3090/4090, L40S and RTX PRO 6000,
+  reach 0.11-0.26 of the int8 tensor peak (spread of log 0.29) but 0.69-1.03 of the SMs' DP4A rate, 8 int8 ops per
+  INT32 lane per clock (spread 0.10; `benchmarks/mmq_rate.py`): an A100 runs them at half an RTX 4090's rate, as its SMs
+  x clock, not at the same rate, as its tensor peak. Cards given that rate (`int8_dp4a`, 2x or 4x the FP32 peak by
+  architecture) and llama.cpp's (from b3216) and Ollama's GGUF and MXFP4 prompts run at it, refitted and held out:
+  under the `versions` policy Ollama's prefill went 123.6% -> 18.0% (its A100, A6000 and 4090 rows, one document,
+  agree once the A100 is not credited its tensor peak) and llama.cpp's 19.9% -> 24.8%, because a version range too
+  thin to fit alone falls back on the runtime-wide efficiency, now a fraction of the DP4A rate, applied to its own
+  kernels' peak: the 2024 cuBLAS-era rows (FP16 tensor math, one document) read +104% to +361%. The shipping rule then
+  kept no compute fit for llama.cpp on NVIDIA GPUs (shipped prefill 19.7% -> 27.7%, Ollama's 38.9% -> 42.0%). Keeping it
+  needs the fallback per kernel family (ranges sharing one kernel's rate), not per runtime.
 - **Tried and not kept: one launch cost per kernel for every CUDA-graph runtime.** vLLM (from 0.2.6, PR #1926,
   2023-12), SGLang, TensorRT-LLM and lmdeploy capture decode as CUDA graphs, yet on NVIDIA GPUs they keep the generic
   13.2 us per kernel fitted on 2024 llama.cpp rows (no row of theirs fits `kernel_overhead_s`). Set to 4 us (a guess,

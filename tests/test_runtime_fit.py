@@ -49,7 +49,7 @@ def test_ollama_ships_llama_cpp_kernels_or_nothing():
     for scope, entry in ollama.fitted.items():  # the newest range of llama.cpp's fit, never Ollama's own rows
         assert "llama.cpp's fit" in ollama.fitted_from[scope] and "H139" not in ollama.fitted_from[scope]
         newest = [llama.fitted[k] for k in sorted(llama.fitted, key=lambda k: version_key(k.split("@")[1]) if "@" in k
-                                                  else (-1,)) if k.split("@")[0] == scope]
+                                                  else ((-1,), ())) if k.split("@")[0] == scope]
         formats = {f: v for e in newest for f, v in e.compute_by_format.items()}
         assert entry.memory in (None, llama.fitted[scope].memory)
         unit = llama.fitted[scope].gemv_unit_bandwidth_bytes_per_s  # the kernels' own limit: always lent

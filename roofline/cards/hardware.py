@@ -57,7 +57,6 @@ class PeakFlops(Strict):
     fp16_acc16: PositiveFlopPerS | None = None  # FP16 accumulate, where it differs from `fp16` (GeForce: 2x)
     fp8: PositiveFlopPerS | None = None
     int8: PositiveFlopPerS | None = None
-    int8_dp4a: PositiveFlopPerS | None = None  # int8 dot products (DP4A) on the CUDA cores, no tensor cores
     fp4: PositiveFlopPerS | None = None
 
     def as_dict(self) -> dict[str, float]:
