@@ -143,10 +143,11 @@ def _closed_loop_rows(card, hwc, wl, choice, eff, levels, static_rows, requests_
 
     for n in levels:  # every level checked before the first is simulated, and all of them together
         check_size(1, n)
-    if sum(levels) * requests_per_client > MAX_REQUESTS:
-        raise RooflineError(f"--concurrency levels x --requests-per-client {requests_per_client}: "
-                            f"{sum(levels) * requests_per_client:,} requests in all, beyond the {MAX_REQUESTS:,} one "
-                            "sweep simulates (about 5,000 a second); give fewer or smaller levels")
+    clients = sum(levels)
+    if clients * requests_per_client > MAX_REQUESTS:  # the levels together, as one serve run's cap
+        raise RooflineError(f"--requests-per-client {requests_per_client:,}: give 1 to {MAX_REQUESTS // clients:,} at "
+                            f"{clients:,} clients over the levels ({clients * requests_per_client:,} requests in all, "
+                            f"beyond the {MAX_REQUESTS:,} one sweep simulates), or fewer and smaller levels")
     fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp), eff=eff)
     prompt, output = Lengths("fixed", wl.prompt_tokens), Lengths("fixed", wl.output_tokens)
     rows = []
