@@ -76,13 +76,13 @@ def card_name(value: str, example: str) -> str:
 
 # The most a non-fraction efficiency field may say (a hardware card's `efficiency:`, a runtime profile's): far above
 # any measured value, low enough that a step's arithmetic stays finite (a typo such as 1e300 would overflow it).
-# a compute unit drawing less than 1 MB/s in a matrix-vector kernel: a lost unit prefix (the bundled cards: 6-52 GB/s
-# per SM); 1e-300 decoded at 0.00 tok/s
-MIN_UNIT_BANDWIDTH = 1e6
 SECONDS_MAX = 1.0  # a fixed cost per kernel, step, sequence or token of a second is no runtime's
 TOKENS_MAX = MAX_CONTEXT  # tile sizes, batch and context buckets, prefill chunks
 EFFICIENCY_MAX = {"gemv_unit_bandwidth_bytes_per_s": 1e14, "kernels_per_expert": MAX_SMALL,
                   "routing_concentration": 1e6, "allreduce_latency_hops": MAX_SMALL}
+# a compute unit drawing less than 1 MB/s in a matrix-vector kernel: a lost unit prefix (the bundled cards: 6-52 GB/s
+# per SM); 1e-300 decoded at 0.00 tok/s
+MIN_UNIT_BANDWIDTH = 1e6
 
 
 def efficiency_number_problem(key: str, value: object) -> str | None:

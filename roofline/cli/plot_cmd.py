@@ -10,8 +10,8 @@ import typer
 
 from roofline.cli.common import (
     BurstOpt,
-    GivenLenOpt,
     CardsOpt,
+    GivenLenOpt,
     GpusOpt,
     JsonOpt,
     KvOpt,

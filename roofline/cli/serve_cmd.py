@@ -150,7 +150,7 @@ def capacity_cmd(
     target_rate: Annotated[Optional[float], typer.Option(help="Requests/s the fleet must sustain.")] = None,
     usd_per_gpu_hour: Annotated[Optional[str], typer.Option(
         help="Price of one GPU-hour in USD, for every card (3.5) or per card (h100-sxm=3.99,b200=6.69).")] = None,
-    prompt: LenOpt = "500", output: LenOpt = "200",
+    prompt: LenOpt = DEFAULT_PROMPT, output: LenOpt = DEFAULT_OUTPUT,
     seed: Annotated[int, typer.Option(min=0, help="Random seed.")] = 0,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):

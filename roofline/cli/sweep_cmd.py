@@ -60,13 +60,7 @@ def sweep_cmd(
     batch's figures beside them as static_* columns; --static gives the static batch alone (stops where memory
     runs out)."""
     check_formats(as_json, as_csv)
-    if static and (requests_per_client is not None or seed is not None):
-        raise RooflineError("--requests-per-client and --seed drive the closed loop; --static times one batch: drop "
-                            "them or --static")
-    from roofline.perf.serving.run import REQUESTS_PER_CLIENT
-
-    requests_per_client = REQUESTS_PER_CLIENT if requests_per_client is None else requests_per_client
-    seed = seed or 0
+    requests_per_client, seed = _closed_loop_options(static, requests_per_client, seed)
     st = store(cards)
     card, quant = model_and_quant(st, model, quant)
     hwc = st.hardware(hw)
@@ -133,6 +127,16 @@ def _render_static(header: str, rows: list[dict], limit: int, note: str):
 
 
 STATIC_KEYS = ("decode_tok_s_aggregate", "decode_tok_s", "ttft_s", "itl_s")
+
+
+def _closed_loop_options(static: bool, requests_per_client: int | None, seed: int | None) -> tuple[int, int]:
+    """--requests-per-client and --seed with their defaults; refused with --static, which simulates nothing."""
+    if static and (requests_per_client is not None or seed is not None):
+        raise RooflineError("--requests-per-client and --seed drive the closed loop; --static times one batch: drop "
+                            "them or --static")
+    from roofline.perf.serving.run import REQUESTS_PER_CLIENT
+
+    return REQUESTS_PER_CLIENT if requests_per_client is None else requests_per_client, seed or 0
 
 
 def _closed_loop_rows(card, hwc, wl, choice, eff, levels, static_rows, requests_per_client, seed) -> list[dict]:
