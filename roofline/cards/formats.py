@@ -63,12 +63,15 @@ WEIGHT_FORMATS: tuple[Format, ...] = (
            ("int8", "fp16", "fp32"), quantizes_embeddings=True),
     Format("mxfp4", 4.25, "E2M1, block 32, one E8M0 scale per block", "OCP Microscaling Formats (MX) v1.0: block 32, E8M0 scale (4 + 8/32)",
            ("fp4", "bf16", "fp16", "fp32")),
-    # MLX affine quantization (mlx.core.quantize: group_size 64; a 16-bit scale and a 16-bit bias per group)
+    # MLX affine quantization (mlx.core.quantize: group_size 64; a 16-bit scale and a 16-bit bias per group). mlx-lm
+    # quantizes with mlx.nn.quantize, whose default takes every module with `to_quantized`: Linear and Embedding, so
+    # the embeddings and lm_head too (MLX docs, mlx.nn.quantize)
     Format("mlx_q4", 4 + 32 / 64, "MLX affine 4-bit: group of 64, fp16 scale + fp16 bias",
            "MLX docs mlx.core.quantize (group_size=64, bits=4; scales and biases per group)", _WEIGHT_ONLY_CHAIN,
-           ("mlx-4bit", "mlx 4-bit", "mlx4", "mlx-q4")),
+           ("mlx-4bit", "mlx 4-bit", "mlx4", "mlx-q4"), quantizes_embeddings=True),
     Format("mlx_q8", 8 + 32 / 64, "MLX affine 8-bit: group of 64, fp16 scale + fp16 bias",
-           "MLX docs mlx.core.quantize (group_size=64, bits=8)", _WEIGHT_ONLY_CHAIN, ("mlx-8bit", "mlx 8-bit", "mlx8")),
+           "MLX docs mlx.core.quantize (group_size=64, bits=8)", _WEIGHT_ONLY_CHAIN, ("mlx-8bit", "mlx 8-bit", "mlx8"),
+           quantizes_embeddings=True),
     Format("nvfp4", 4.5, "E2M1, block 16, FP8 E4M3 scale per block + FP32 per tensor",
            "NVIDIA NVFP4: block 16, E4M3 scale + FP32 per tensor (4 + 8/16)", ("fp4", "fp8", "bf16", "fp16", "fp32"), ("fp4",)),
 )
