@@ -120,6 +120,24 @@ PUBLISHED = [
                               "num_local_experts": 32, "num_experts_per_tok": 8, "vocab_size": 49155,
                               "max_position_embeddings": 4096, "tie_word_embeddings": True}, 1.33e9, None),
     ("qwen1.5-moe-a2.7b", QWEN15_MOE, 14.3e9, 2.7e9),
+    ("gemma-2b", {"model_type": "gemma", "hidden_size": 2048, "intermediate_size": 16384, "num_hidden_layers": 18,
+                  "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256, "hidden_act": "gelu",
+                  "vocab_size": 256000, "max_position_embeddings": 8192, "rope_theta": 10000.0}, 2.51e9, None),
+    ("olmo-7b", {"model_type": "olmo", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                 "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 50304,
+                 "max_position_embeddings": 2048, "tie_word_embeddings": False}, 6.89e9, None),
+    ("glm-4-9b-chat-hf", {"model_type": "glm", "hidden_size": 4096, "intermediate_size": 13696,
+                          "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128,
+                          "attention_bias": True, "vocab_size": 151552, "max_position_embeddings": 131072,
+                          "tie_word_embeddings": False}, 9.40e9, None),
+    ("phi-2", {"model_type": "phi", "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 32,
+               "num_attention_heads": 32, "num_key_value_heads": 32, "hidden_act": "gelu_new", "vocab_size": 51200,
+               "partial_rotary_factor": 0.4, "max_position_embeddings": 2048, "tie_word_embeddings": False},
+     2.78e9, None),
+    ("minitron-8b", {"model_type": "nemotron", "hidden_size": 4096, "intermediate_size": 16384, "num_hidden_layers": 32,
+                     "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "hidden_act": "relu2",
+                     "vocab_size": 256000, "partial_rotary_factor": 0.5, "max_position_embeddings": 4096,
+                     "tie_word_embeddings": False}, 8.27e9, None),
     ("deepseek-v2-lite", {"model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
                           "moe_intermediate_size": 1408, "num_hidden_layers": 27, "num_attention_heads": 16,
                           "num_key_value_heads": 16, "n_routed_experts": 64, "n_shared_experts": 2,
@@ -209,7 +227,8 @@ MAMBA_2_8B = {"model_type": "mamba", "hidden_size": 2560, "intermediate_size": 5
               "use_bias": False, "use_conv_bias": True, "torch_dtype": "bfloat16"}  # state-spaces/mamba-2.8b-hf
 FALCON_MAMBA_7B = {"model_type": "falcon_mamba", "hidden_size": 4096, "intermediate_size": 8192, "expand": 16,
                    "num_hidden_layers": 64, "state_size": 16, "conv_kernel": 4, "time_step_rank": 256,
-                   "vocab_size": 65024, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}  # tiiuae/falcon-mamba-7b
+                   "vocab_size": 65024, "tie_word_embeddings": False,
+                   "torch_dtype": "bfloat16"}  # tiiuae/falcon-mamba-7b
 CODESTRAL_MAMBA = """{"model_type": "mamba2", "hidden_size": 4096, "intermediate_size": 8192, "num_hidden_layers": 64,
   "num_heads": 128, "head_dim": 64, "n_groups": 8, "state_size": 128, "conv_kernel": 4, "expand": 2,
   "chunk_size": 256, "vocab_size": 32768, "tie_word_embeddings": false, "time_step_limit": [0.0, Infinity],
@@ -274,7 +293,8 @@ def test_mlx_quantization_sets_the_weight_format(tmp_path):
     assert card.weights["default"] == "mlx_q4"
     card = _import(tmp_path, {**base, "quantization": {"group_size": 128, "bits": 4},
                               "quantization_config": {"group_size": 128, "bits": 4}})
-    assert card.weights["default"] == "bf16" and "MLX quantization of 4 bits in groups of 128 not modelled" in card.notes
+    assert card.weights["default"] == "bf16"
+    assert "MLX quantization of 4 bits in groups of 128 not modelled" in card.notes
 
 
 def test_an_encoder_decoder_is_refused_saying_so():

@@ -98,3 +98,23 @@ def _opt(c: _Fields, notes: list[str]) -> dict:
     ffn = _ffn(c, gated=False, activation=_activation(c, default="relu"), bias=bias, width=c.int("ffn_dim"))
     return _decoder(c, mixers=["full"] * n, ffns=["dense"] * n,
                     attention={**_attention(c, qkv_bias=bias), "o_bias": bias}, ffn=ffn, rope=None, tie_default=True)
+
+
+def _phi(c: _Fields, notes: list[str]) -> dict:
+    """Phi-1/1.5/2 (`phi`): attention and a non-gated GELU MLP in parallel off one LayerNorm, biases on q/k/v, the
+    dense output and the MLP, RoPE on `partial_rotary_factor` of each head (no weights); LayerNorm biases and the
+    lm_head bias are not counted."""
+    n = _num_layers(c)
+    attention = {**_attention(c, qkv_bias=True), "o_bias": True}
+    return _decoder(c, mixers=["full"] * n, ffns=["dense"] * n, attention=attention,
+                    ffn=_ffn(c, gated=False, activation=_activation(c, default="gelu_tanh"), bias=True),
+                    rope=_rope(c, 10000.0), norms_per_layer=1)
+
+
+def _nemotron(c: _Fields, notes: list[str]) -> dict:
+    """Nemotron-4 / Minitron (`nemotron`): a non-gated squared-ReLU MLP and LayerNorm1P norms, no biases, RoPE on
+    `partial_rotary_factor` of each head; heads x head_dim may exceed hidden (Minitron-8B: 48 x 128 over 4,096)."""
+    n = _num_layers(c)
+    return _decoder(c, mixers=["full"] * n, ffns=["dense"] * n, attention=_attention(c),
+                    ffn=_ffn(c, gated=False, activation=_activation(c, default="relu2"), bias=False),
+                    rope=_rope(c, 10000.0))

@@ -21,7 +21,7 @@ from roofline.importers.hf_parts import (
     _rope,
     _sliding,
 )
-from roofline.importers.hf_classic import _bloom, _falcon, _gpt2, _gpt_neox, _opt, _starcoder2
+from roofline.importers.hf_classic import _bloom, _falcon, _gpt2, _gpt_neox, _nemotron, _opt, _phi, _starcoder2
 from roofline.importers.hf_decoder import _decoder, _dense_family
 from roofline.importers.hf_hybrid import _falcon_h1, _granite_moe_hybrid, _jamba, _nemotron_h, _qwen3_next
 from roofline.importers.hf_ssm import _mamba, _mamba2_family
@@ -60,6 +60,17 @@ def _gemma_local_theta(c: _Fields) -> float:
     if isinstance(params, dict) and isinstance(params.get("sliding_attention"), dict):
         return float(params["sliding_attention"].get("rope_theta", 10000.0))
     return c.float("rope_local_base_freq")
+
+
+def _gemma(c: _Fields, notes: list[str]) -> dict:
+    """Gemma 1: Llama shapes with GeGLU, head_dim 256 and tied embeddings (GemmaConfig's default)."""
+    return _dense_family(c, default_theta=10000.0, tie_default=True)
+
+
+def _glm(c: _Fields, notes: list[str]) -> dict:
+    """GLM-4 in transformers' `glm` (glm-4-9b-chat-hf): Llama shapes with biased q/k/v (`attention_bias`), fused
+    gate-up MLP, RoPE on half of each head (no weights)."""
+    return _dense_family(c, qkv_bias=c.bool("attention_bias", True), default_theta=10000.0)
 
 
 def _phi3(c: _Fields, notes: list[str]) -> dict:
@@ -311,6 +322,11 @@ _FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
     "internlm2": ("internlm", _llama),  # Llama shapes with fused wqkv / gate-up (the same weights)
     "internlm3": ("internlm", _llama),
     "baichuan": ("baichuan", _llama),  # Llama shapes with fused W_pack; the 13B's ALiBi has no weights
+    "gemma": ("gemma", _gemma),
+    "olmo": ("olmo", _llama),  # OLMo 1: Llama shapes; its LayerNorms carry no weights
+    "glm": ("glm", _glm),
+    "phi": ("phi", _phi),
+    "nemotron": ("nemotron", _nemotron),
     "mamba": ("mamba", _mamba),
     "falcon_mamba": ("falcon", _mamba),
     "mamba2": ("mamba", _mamba2_family),
