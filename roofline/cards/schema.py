@@ -7,6 +7,8 @@ from typing import Annotated, Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from roofline.cards.quantity import MIN_RATE
+
 Num = Any  # a float, or a numpy array broadcast over batch x context (one code path for a point and a grid)
 
 # Sane maxima for every count a card may declare. Each is well above any published model (largest today, for
@@ -80,9 +82,6 @@ SECONDS_MAX = 1.0  # a fixed cost per kernel, step, sequence or token of a secon
 TOKENS_MAX = MAX_CONTEXT  # tile sizes, batch and context buckets, prefill chunks
 EFFICIENCY_MAX = {"gemv_unit_bandwidth_bytes_per_s": 1e14, "kernels_per_expert": MAX_SMALL,
                   "routing_concentration": 1e6, "allreduce_latency_hops": MAX_SMALL}
-# a compute unit drawing less than 1 MB/s in a matrix-vector kernel: a lost unit prefix (the bundled cards: 6-52 GB/s
-# per SM); 1e-300 decoded at 0.00 tok/s
-MIN_UNIT_BANDWIDTH = 1e6
 
 
 def efficiency_number_problem(key: str, value: object) -> str | None:
@@ -95,7 +94,7 @@ def efficiency_number_problem(key: str, value: object) -> str | None:
         return f"{value!r} is outside [0, {most:g}]"
     if key == "prefill_chunk_tokens" and 0 < value < 1:
         return f"{value!r}: give 0 (the whole prompt in one step) or a whole number of tokens"
-    if key == "gemv_unit_bandwidth_bytes_per_s" and 0 < value < MIN_UNIT_BANDWIDTH:
-        return (f"{value!r} B/s per compute unit: give 0 (no limit) or at least {MIN_UNIT_BANDWIDTH:g} (a unit prefix "
-                "missing?)")
+    if key == "gemv_unit_bandwidth_bytes_per_s" and 0 < value < MIN_RATE:  # the card rates' floor (1e-300 decoded
+        # at 0.00 tok/s; the bundled cards' SMs draw 6-52 GB/s)
+        return f"{value!r} B/s per compute unit: give 0 (no limit) or at least {MIN_RATE:g} (a unit prefix missing?)"
     return None

@@ -179,8 +179,9 @@ def int_list(option: str, text: str) -> list[int]:
 
 DEFAULT_PROMPT, DEFAULT_OUTPUT = "500", "200"  # a chat-like request, as capacity's defaults
 # serve's and plot serve's: a trace gives its own lengths, only an open loop has gaps to shape (None: not given)
-GivenLenOpt = Annotated[Optional[str], typer.Option(help="Tokens: N, uniform:LOW,HIGH, normal:MEAN,SD or "
-                                                    f"lognormal:MEAN,SD.  [default: {DEFAULT_PROMPT} (--prompt), "
+LENGTHS_HELP = "Tokens: N, uniform:LOW,HIGH, normal:MEAN,SD or lognormal:MEAN,SD."
+LenOpt = Annotated[str, typer.Option(help=LENGTHS_HELP)]
+GivenLenOpt = Annotated[Optional[str], typer.Option(help=f"{LENGTHS_HELP}  [default: {DEFAULT_PROMPT} (--prompt), "
                                                     f"{DEFAULT_OUTPUT} (--output); a trace gives its own]")]
 BurstOpt = Annotated[Optional[float], typer.Option(help="Open loop: gamma shape of the gaps (1 = Poisson, <1 bursty). "
                                                    " [default: 1]")]

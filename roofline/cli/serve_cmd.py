@@ -18,6 +18,7 @@ from roofline.cli.common import (
     GpusOpt,
     JsonOpt,
     KvOpt,
+    LenOpt,
     PpOpt,
     QuantOpt,
     RuntimeOpt,
@@ -37,7 +38,6 @@ from roofline.perf.serving.policy import policy_for
 from roofline.perf.serving.workload import parse_lengths
 from roofline.perf.workload import make_workload
 
-LenOpt = Annotated[str, typer.Option(help="Tokens: N, uniform:LOW,HIGH, normal:MEAN,SD or lognormal:MEAN,SD.")]
 SloOpt = Annotated[Optional[float], typer.Option(help="SLO in seconds.")]
 MIN_NETWORK_GBPS = 1e-3  # 1 Mbit/s: below it one KV hand-off takes hours, a unit typo rather than a network
 DISTS = ("ttft_s", "itl_s", "tpot_s", "e2e_s", "queue_wait_s")

@@ -142,16 +142,12 @@ def _closed_loop_options(static: bool, requests_per_client: int | None, seed: in
 def _closed_loop_rows(card, hwc, wl, choice, eff, levels, static_rows, requests_per_client, seed) -> list[dict]:
     """The closed-loop simulation at each level, with the static batch's figures as static_* columns."""
     from roofline.perf.serving.policy import policy_for
-    from roofline.perf.serving.run import MAX_REQUESTS, build_fleet, check_size, closed_loop_row
+    from roofline.perf.serving.run import build_fleet, check_requests_per_client, check_size, closed_loop_row
     from roofline.perf.serving.workload import Lengths
 
     for n in levels:  # every level checked before the first is simulated, and all of them together
         check_size(1, n)
-    clients = sum(levels)
-    if clients * requests_per_client > MAX_REQUESTS:  # the levels together, as one serve run's cap
-        raise RooflineError(f"--requests-per-client {requests_per_client:,}: give 1 to {MAX_REQUESTS // clients:,} at "
-                            f"{clients:,} clients over the levels ({clients * requests_per_client:,} requests in all, "
-                            f"beyond the {MAX_REQUESTS:,} one sweep simulates), or fewer and smaller levels")
+    check_requests_per_client(requests_per_client, sum(levels))  # the levels together, as one serve run's cap
     fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp), eff=eff)
     prompt, output = Lengths("fixed", wl.prompt_tokens), Lengths("fixed", wl.output_tokens)
     rows = []

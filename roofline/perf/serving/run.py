@@ -88,15 +88,21 @@ def check_size(requests: int, concurrency: int | None = None) -> None:
                             f"a second); for more traffic, simulate a shorter window at the same rate")
 
 
+def check_requests_per_client(requests_per_client: int, clients: int) -> None:
+    """One line and exit 2 when `clients` (one sweep level, or all its levels together) sending `requests_per_client`
+    each would simulate more than MAX_REQUESTS."""
+    if not 1 <= requests_per_client <= MAX_REQUESTS // clients:
+        raise RooflineError(f"--requests-per-client {requests_per_client:,}: give 1 to {MAX_REQUESTS // clients:,} at "
+                            f"{clients:,} clients (at most {MAX_REQUESTS:,} simulated requests a sweep)")
+
+
 def closed_loop_row(fleet: Fleet, clients: int, prompt: Lengths, output: Lengths,
                     requests_per_client: int = REQUESTS_PER_CLIENT, seed: int = 0,
                     advance: Callable[[], None] | None = None) -> dict:
     """One `sweep --concurrency` level: N clients each sending its next request when the last completes (as
     `vllm bench serve --max-concurrency N` runs), summarised as the sweep's row."""
     check_size(1, clients)
-    if not 1 <= requests_per_client <= MAX_REQUESTS // clients:
-        raise RooflineError(f"--requests-per-client {requests_per_client:,}: give 1 to {MAX_REQUESTS // clients:,} at "
-                            f"{clients:,} clients (at most {MAX_REQUESTS:,} simulated requests a level)")
+    check_requests_per_client(requests_per_client, clients)
     r = serve(fleet, prompt, output, requests_per_client * clients, concurrency=clients, seed=seed, advance=advance)
     s = r.summary()
     tpot = s["tpot_s"]["mean"]
