@@ -24,6 +24,7 @@ from roofline.importers.hf_parts import (
 from roofline.importers.hf_classic import _bloom, _falcon, _gpt2, _gpt_neox, _nemotron, _opt, _phi, _starcoder2
 from roofline.importers.hf_decoder import _decoder, _dense_family
 from roofline.importers.hf_hybrid import _falcon_h1, _granite_moe_hybrid, _jamba, _nemotron_h, _qwen3_next
+from roofline.importers.hf_nested import CHATGLM_NAMES, MPT_NAMES, _chatglm, _dbrx, _gpt_bigcode, _mpt
 from roofline.importers.hf_ssm import _mamba, _mamba2_family
 
 
@@ -327,6 +328,11 @@ _FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
     "glm": ("glm", _glm),
     "phi": ("phi", _phi),
     "nemotron": ("nemotron", _nemotron),
+    "ministral3": ("mistral", _mistral),  # Ministral 3's text model: Mistral shapes (its attention scaling is a scalar)
+    "gpt_bigcode": ("starcoder", _gpt_bigcode),
+    "mpt": ("mpt", _mpt),
+    "dbrx": ("dbrx", _dbrx),
+    "chatglm": ("glm", _chatglm),
     "mamba": ("mamba", _mamba),
     "falcon_mamba": ("falcon", _mamba),
     "mamba2": ("mamba", _mamba2_family),
@@ -342,7 +348,8 @@ _NESTED_DEFAULTS = {"llama": LLAMA_DEFAULTS}
 _GPT2_NAMES = {"hidden_size": "n_embd", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
                "max_position_embeddings": "n_positions"}
 _FAMILY_ALIASES = {
-    "gpt2": _GPT2_NAMES, "gptj": _GPT2_NAMES,
+    "gpt2": _GPT2_NAMES, "gptj": _GPT2_NAMES, "gpt_bigcode": _GPT2_NAMES, "mpt": MPT_NAMES, "dbrx": MPT_NAMES,
+    "chatglm": CHATGLM_NAMES,
     "falcon": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
     "bloom": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head", "max_position_embeddings": "seq_length"},
     "gpt_neox": {"rope_theta": "rotary_emb_base", "partial_rotary_factor": "rotary_pct"},
