@@ -7,7 +7,9 @@
 # On an H100 "graphs quick whole serving" with WHOLE_MODELS=llama-3.1-8b took 4-5 minutes (30 s, 100-118 s, 45 s,
 # 60 s); "quick serving whole" with two whole models 4 min 10 s; on an H200 "quick serving_whole partitions whole"
 # 5 min 24 s (161, 18, 42, 23 and 4 x 16-20 s), with the whole-depth grid rows "quick serving_whole whole again"
-# 9 min (197, 19, 39, 4 x 16-24 and 197 s); "datasheet" adds about 30 s and "full" about
+# 9 min (197, 19, 39, 4 x 16-24 and 197 s); with the passes a grid apart "quick serving_whole whole" and
+# WHOLE_MODELS=qwen2.5-7b 5 min (201, 20, 35, 15, 16 s), "again serving_whole" 3 min 10 s (155-158 and 32-34 s), all
+# three on one H200 in 12.5 minutes held; "datasheet" adds about 30 s and "full" about
 # 5 minutes (docs/calibration.md). A fresh device machine lacks pydantic: carry its wheels.
 #
 # graphs: benchmarks/cuda_graphs.py's decode targets (CUDA graphs and eager); datasheet: validate on fresh engine
