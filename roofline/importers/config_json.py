@@ -37,7 +37,8 @@ _MODULE_COMPONENTS = (("embed", "embedding"), ("lm_head", "lm_head"), ("attn", "
 
 
 def _dtype(config: dict, notes: list[str]) -> str:
-    dtype = config.get("torch_dtype") or config.get("dtype") or (config.get("text_config") or {}).get("torch_dtype")
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    dtype = config.get("torch_dtype") or config.get("dtype") or text.get("torch_dtype") or text.get("dtype")
     if dtype is None:
         notes.append("no torch_dtype in the config; weights assumed bf16")
         return "bf16"
@@ -178,6 +179,9 @@ def _text_fields(config: dict, model_type: str, source: str, wrapper: bool = Fal
             raise CardError(source, "", "'text_config' must be a mapping of the text model's fields")
         if wrapper:
             defaults = {**_NESTED_DEFAULTS.get(model_type, {}), **(defaults or {})}
+        if text.get("tie_word_embeddings") is None and "tie_word_embeddings" in config:
+            # transformers 5 saves a wrapper's tying at the top level only (its text model's output layer)
+            text = {**text, "tie_word_embeddings": config["tie_word_embeddings"]}
         return _Fields(text, source, prefix="text_config.", defaults=defaults, aliases=aliases)
     return _Fields(config, source, defaults=defaults, aliases=aliases)
 

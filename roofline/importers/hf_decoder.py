@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.importers.hf_fields import _MISSING, _Fields
-from roofline.importers.hf_parts import _attention, _ffn, _num_layers, _rope, _sliding
+from roofline.importers.hf_parts import _attention, _ffn, _moe, _num_layers, _rope, _sliding
 from roofline.importers.hf_pattern import _pattern
 
 
@@ -54,3 +54,12 @@ def _dense_family(c: _Fields, *, sliding=None, qkv_bias=None, qk_norm=False, def
         tie_default=tie_default,
         max_context_default=max_context_default,
     )
+
+
+def _moe_family(c: _Fields, *, sliding=None, qk_norm=False, default_theta=10000.0) -> dict:
+    """Every layer MoE with experts `intermediate_size` wide (a shared expert where the config gives its width)."""
+    n = _num_layers(c)
+    flags, window = _sliding(c, n, sliding)
+    return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=["moe"] * n,
+                    attention=_attention(c, qk_norm=qk_norm, window=window), ffn=None,
+                    moe=_moe(c, expert_size_keys=("intermediate_size",)), rope=_rope(c, default_theta))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from roofline.importers import hf_dense_2025, hf_moe_2025, hf_next_gen
 from roofline.importers.hf_fields import _Fields
 from roofline.importers.hf_parts import (
     _activation,
@@ -22,7 +23,7 @@ from roofline.importers.hf_parts import (
     _sliding,
 )
 from roofline.importers.hf_classic import _bloom, _falcon, _gpt2, _gpt_neox, _nemotron, _opt, _phi, _starcoder2
-from roofline.importers.hf_decoder import _decoder, _dense_family
+from roofline.importers.hf_decoder import _decoder, _dense_family, _moe_family
 from roofline.importers.hf_hybrid import _falcon_h1, _granite_moe_hybrid, _jamba, _nemotron_h, _qwen3_next
 from roofline.importers.hf_nested import CHATGLM_NAMES, MPT_NAMES, _chatglm, _dbrx, _gpt_bigcode, _mpt
 from roofline.importers.hf_ssm import _mamba, _mamba2_family
@@ -137,15 +138,6 @@ def _gemma3(c: _Fields, notes: list[str]) -> dict:
                          tie_default=True)
     notes.append(f"sliding layers use rope theta {_gemma_local_theta(c):g} (the card's rope section is the global one)")
     return arch
-
-
-def _moe_family(c: _Fields, *, sliding=None, qk_norm=False, default_theta=10000.0) -> dict:
-    """Every layer MoE with experts `intermediate_size` wide (a shared expert where the config gives its width)."""
-    n = _num_layers(c)
-    flags, window = _sliding(c, n, sliding)
-    return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=["moe"] * n,
-                    attention=_attention(c, qk_norm=qk_norm, window=window), ffn=None,
-                    moe=_moe(c, expert_size_keys=("intermediate_size",)), rope=_rope(c, default_theta))
 
 
 def _mixtral(c: _Fields, notes: list[str]) -> dict:
@@ -336,12 +328,14 @@ _FAMILIES: dict[str, tuple[str, Callable[[_Fields, list[str]], dict]]] = {
     "mamba": ("mamba", _mamba),
     "falcon_mamba": ("falcon", _mamba),
     "mamba2": ("mamba", _mamba2_family),
+    **hf_dense_2025.FAMILIES, **hf_moe_2025.FAMILIES, **hf_next_gen.FAMILIES,
 }
 SUPPORTED_MODEL_TYPES = tuple(_FAMILIES)
 # Config defaults (transformers' *Config class) for fields the released configs leave out.
 _FAMILY_DEFAULTS = {"gemma3": GEMMA3_DEFAULTS, "gemma3_text": GEMMA3_DEFAULTS,
                     "falcon": {"max_position_embeddings": 2048}, "bloom": {"max_position_embeddings": 2048},
-                    "gpt_neox": {"attention_bias": True}, "jamba": {"max_position_embeddings": 262144}}
+                    "gpt_neox": {"attention_bias": True}, "jamba": {"max_position_embeddings": 262144},
+                    **hf_dense_2025.DEFAULTS, **hf_moe_2025.DEFAULTS, **hf_next_gen.DEFAULTS}
 # ... and those of a text model nested in a multimodal wrapper's `text_config`
 _NESTED_DEFAULTS = {"llama": LLAMA_DEFAULTS}
 # transformers' attribute_map: a family's own config names for the standard fields
@@ -356,4 +350,5 @@ _FAMILY_ALIASES = {
     "exaone": {"num_hidden_layers": "num_layers"},
     "baichuan": {"max_position_embeddings": "model_max_length"},
     "jamba": {"max_position_embeddings": "n_ctx"},  # Jamba-v0.1's config states its context as n_ctx
+    **hf_dense_2025.ALIASES, **hf_moe_2025.ALIASES, **hf_next_gen.ALIASES,
 }
