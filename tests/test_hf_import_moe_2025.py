@@ -85,6 +85,40 @@ SOLAR_OPEN = {"model_type": "solar_open", "hidden_size": 4096, "num_hidden_layer
     "max_position_embeddings": 131072, "rope_theta": 1000000, "attention_bias": False, "norm_topk_prob": True,
     "routed_scaling_factor": 1.0, "tie_word_embeddings": False, "hidden_act": "silu", "rms_norm_eps": 1e-05,
     "torch_dtype": "bfloat16"}
+# tencent/Hunyuan-A13B-Instruct (moe_topk / num_shared_expert / moe_intermediate_size given per layer)
+HUNYUAN_MOE = {"model_type": "hunyuan_v1_moe", "hidden_size": 4096, "intermediate_size": 3072,
+    "moe_intermediate_size": [3072] * 32, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "head_dim": 128, "attention_head_dim": 128, "num_experts": 64, "moe_topk": [8] * 32, "num_shared_expert": [1] * 32,
+    "use_mixed_mlp_moe": True, "use_qk_norm": True, "use_cla": False, "cla_share_factor": 2, "attention_bias": False,
+    "mlp_bias": False, "vocab_size": 128167, "max_position_embeddings": 32768, "rope_theta": 10000.0,
+    "rope_scaling": {"alpha": 1000.0, "beta_fast": 32, "beta_slow": 1, "factor": 1.0, "mscale": 1.0,
+    "mscale_all_dim": 1.0, "type": "dynamic"}, "hidden_act": "silu", "rms_norm_eps": 1e-05,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16"}
+# Cohere2MoeConfig's documented defaults (CohereLabs/command-a-plus-05-2026 docstring) with 8 KV heads, one shared
+# expert and two dense prefix layers: no released config.json was available to copy
+COHERE2_MOE = {"model_type": "cohere2_moe", "vocab_size": 256000, "hidden_size": 8192, "intermediate_size": 22528,
+    "logit_scale": 0.0625, "num_hidden_layers": 40, "num_attention_heads": 64, "num_key_value_heads": 8,
+    "head_dim": 128, "hidden_act": "silu", "max_position_embeddings": 8192, "layer_norm_eps": 1e-05,
+    "tie_word_embeddings": True, "rope_theta": 10000.0, "attention_bias": False, "sliding_window": 4096,
+    "num_experts_per_tok": 2, "num_experts": 8, "num_shared_experts": 1, "shared_expert_combination_strategy":
+    "average", "expert_selection_fn": "softmax", "first_k_dense_replace": 2, "prefix_dense_intermediate_size": 11264,
+    "prefix_dense_sliding_window_pattern": 1, "sliding_window_pattern": 4, "torch_dtype": "bfloat16"}
+# LGAI-EXAONE/K-EXAONE-236B-A23B
+EXAONE_MOE = {"model_type": "exaone_moe", "vocab_size": 153600, "hidden_size": 6144, "intermediate_size": 18432,
+    "moe_intermediate_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 64, "num_key_value_heads": 8,
+    "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8, "num_shared_experts": 1,
+    "first_k_dense_replace": 1, "norm_topk_prob": True, "routed_scaling_factor": 2.5, "n_group": 1, "topk_group": 1,
+    "sliding_window": 128, "sliding_window_pattern": 4, "max_position_embeddings": 262144, "rms_norm_eps": 1e-05,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}, "num_nextn_predict_layers": 1,
+    "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+# arcee-ai/Trinity-Mini
+AFMOE = {"model_type": "afmoe", "vocab_size": 200192, "hidden_size": 2048, "intermediate_size": 6144,
+    "moe_intermediate_size": 1024, "num_hidden_layers": 32, "num_dense_layers": 2, "num_attention_heads": 32,
+    "num_key_value_heads": 4, "head_dim": 128, "hidden_act": "silu", "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "rope_theta": 10000, "num_experts": 128,
+    "num_experts_per_tok": 8, "num_shared_experts": 1, "route_scale": 2.826, "score_func": "sigmoid",
+    "route_norm": True, "global_attn_every_n_layers": 4, "sliding_window": 2048, "mup_enabled": True,
+    "n_group": 1, "topk_group": 1, "torch_dtype": "bfloat16"}
 # (config, transformers 5.24 meta-device count, published total, published active or None)
 CASES = {
     "deepseek_v4": (DEEPSEEK_V4, 1_572_997_179_491, None, None),  # 1.6T published counts the 26B MTP module
@@ -95,6 +129,11 @@ CASES = {
     "ernie4_5_moe": (ERNIE4_5_MOE, 21_825_437_888, None, 3.3e9),  # named "21B-A3B": 21.8B rounded down
     "dots1": (DOTS1, 142_774_373_888, 142e9, 14e9),
     "solar_open": (SOLAR_OPEN, 102_651_793_408, 102.6e9, 12e9),
+    "hunyuan_v1_moe": (HUNYUAN_MOE, 80_393_183_232, 80e9, 13e9),
+    "cohere2_moe": (COHERE2_MOE, 198_041_083_904, None, None),
+    # +47 x 128: the e_score_correction_bias transformers keeps as a buffer (a checkpoint tensor) is counted
+    "exaone_moe": (EXAONE_MOE, 236_571_150_336, 236e9, 23e9),
+    "afmoe": (AFMOE, 26_123_974_400, 26e9, None),  # "26B, 3B active": 3.5B by the config's own shapes
 }
 
 
@@ -175,3 +214,41 @@ def test_dots1_shared_experts():
 def test_solar_open_attention():
     card = card_from_config(SOLAR_OPEN)
     assert param_counts(card)["attention"] == 48 * (4096 * 80 * 128 + 64 * 128 * 4096)
+
+
+def test_hunyuan_moe_shared_mlp_and_ntk_alpha():
+    card = card_from_config(HUNYUAN_MOE)
+    arch, counts = card.architecture, param_counts(card)
+    assert arch.moe.experts_per_token == 8 and arch.rope.scaling is None
+    assert arch.rope.theta == pytest.approx(10000.0 * 1000.0 ** (128 / 126))
+    assert counts["shared_experts"] == 32 * 3 * 4096 * 3072 and counts["lm_head"] == 0
+    assert counts["attention"] == 32 * (4096 * 48 * 128 + 32 * 128 * 4096 + 2 * 128)
+
+
+def test_hunyuan_moe_uneven_per_layer_topk_refused():
+    with pytest.raises(RooflineError, match="moe_topk"):
+        card_from_config({**HUNYUAN_MOE, "moe_topk": [8] * 31 + [4]})
+
+
+def test_cohere2_moe_dense_prefix_and_shared_expert():
+    card = card_from_config(COHERE2_MOE)
+    counts = param_counts(card)
+    assert card.architecture.pattern_letters().count("A") == 2 + 9
+    assert counts["ffn"] == 2 * 3 * 8192 * 11264 and counts["lm_head"] == 0
+    assert counts["shared_experts"] == 38 * 3 * 8192 * 22528 and counts["norms"] == 41 * 8192
+
+
+def test_exaone_moe_attention_and_kv():
+    card = card_from_config(EXAONE_MOE)
+    counts = param_counts(card)
+    assert card.architecture.attention.sliding_window == 128
+    assert counts["attention"] == 48 * (6144 * 80 * 128 + 64 * 128 * 6144 + 2 * 128)
+    assert counts["shared_experts"] == 47 * 3 * 6144 * 2048 and counts["ffn"] == 3 * 6144 * 18432
+
+
+def test_afmoe_gated_attention_and_dense_layers():
+    card = card_from_config(AFMOE)
+    arch, counts = card.architecture, param_counts(card)
+    assert arch.attention.output_gate and arch.moe.first_dense_layers == 2
+    assert counts["attention"] == 32 * (2048 * (64 + 8) * 128 + 32 * 128 * 2048 + 2 * 128)
+    assert counts["norms"] == 32 * 4 * 2048 + 2048 and counts["router"] == 30 * (128 * 2048 + 128)

@@ -1,6 +1,6 @@
 """config.json MoE families released 2025-26: DeepSeek-V4 (compressed CSA / HCA attention), Mistral Small 4, GLM-5
-(MLA + DSA indexer), GLM-4.7-Flash (MLA), MiniMax-M2,
-ERNIE-4.5 MoE, dots.llm1, Solar Open."""
+(MLA + DSA indexer), GLM-4.7-Flash (MLA), MiniMax-M2, ERNIE-4.5 MoE, dots.llm1, Solar Open, Hunyuan-A13B,
+Command A+ (Cohere 2 MoE), K-EXAONE, Arcee Trinity (AFMoE)."""
 
 from __future__ import annotations
 
@@ -210,6 +210,116 @@ def _solar_open(c: _Fields, notes: list[str]) -> dict:
                     moe=_moe(c, expert_size_keys=("moe_intermediate_size",), router_bias=True), rope=_rope(c, 10000.0))
 
 
+# ------------------------------------------------------------------------------------------------ Hunyuan / Cohere
+
+
+def _per_layer(c: _Fields, key: str, n: int, default=None) -> int:
+    """A field given as one integer or one per layer (Hunyuan's moe_topk, num_experts): the card needs one value."""
+    value = c.raw(key, default)
+    values = value if isinstance(value, list) else [value]
+    if isinstance(value, list) and len(value) not in (1, n) or len(set(values)) != 1 \
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+        raise c.error(key, f"must be one positive integer (or the same one for all {n} layers), got {value!r}")
+    return values[0]
+
+
+def _hunyuan_moe(c: _Fields, notes: list[str]) -> dict:
+    """Hunyuan-A13B: GQA with per-head RMSNorm on queries and keys, `attention_bias` on q/k/v/o; every layer MoE:
+    `num_experts` routed experts and one always-on shared MLP, all `intermediate_size` wide (transformers' model
+    reads that width, not `moe_intermediate_size`), softmax router with no bias. Tied embeddings in the release.
+    'dynamic' RoPE with a fixed `alpha` (NTK-alpha) is a plain RoPE of theta x alpha ^ (head_dim / (head_dim - 2))."""
+    n = _num_layers(c)
+    attention = _attention(c, qk_norm=True)
+    width = c.int("intermediate_size")
+    moe = {"num_experts": _per_layer(c, "num_experts", n, 1), "experts_per_token": _per_layer(c, "moe_topk", n, 1),
+           "expert_intermediate_size": width, "num_shared_experts": 1, "shared_expert_intermediate_size": width,
+           "gated": True, "expert_bias": False, "router_bias": False, "latent_size": None}
+    if c.has("use_cla") and c.bool("use_cla", False):
+        raise c.error("use_cla", "(cross-layer KV sharing) is not in transformers' Hunyuan model nor the card")
+    rope, dim = _rope(c, 10000.0), attention["head_dim"]
+    alpha = (rope["scaling"] or {}).get("alpha")
+    if rope["scaling"] and rope["scaling"].get("type") == "dynamic" and alpha is not None and dim > 2:
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
+            raise c.error("rope_scaling", f"alpha must be a positive number, got {alpha!r}")
+        rope = {**rope, "theta": rope["theta"] * float(alpha) ** (dim / (dim - 2)), "scaling": None}
+        notes.append(f"NTK-alpha RoPE (alpha {alpha:g}) folded into theta {rope['theta']:.6g}")
+    return _decoder(c, mixers=["full"] * n, ffns=["moe"] * n, attention=attention, ffn=None, moe=moe, rope=rope)
+
+
+def _cohere2_moe_sliding(c: _Fields, n: int) -> list[bool]:
+    """Command A+ without `layer_types`: the `first_k_dense_replace` dense layers slide except every
+    `prefix_dense_sliding_window_pattern`-th; after them every `sliding_window_pattern`-th layer is global."""
+    first = c.int("first_k_dense_replace", default=0)
+    prefix, every = c.int("prefix_dense_sliding_window_pattern", default=1), c.int("sliding_window_pattern", default=4)
+    return [(i + 1) % prefix != 0 if i < first else (i - first + 1) % every != 0 for i in range(n)]
+
+
+def _cohere2_moe(c: _Fields, notes: list[str]) -> dict:
+    """Command A+ (Cohere 2 MoE): Cohere 2's parallel block (attention and MLP off one norm, no QK-norm, tied
+    embeddings, 3 sliding : 1 global layers) with routed experts `intermediate_size` wide behind a bias-free
+    router, `num_shared_experts` fused into one MLP that many experts wide, and dense prefix layers
+    (`mlp_layer_types` / `first_k_dense_replace`) `prefix_dense_intermediate_size` wide."""
+    n = _num_layers(c)
+    flags, window = _sliding(c, n, _cohere2_moe_sliding)
+    ffns = _mlp_layer_types(c, n)
+    shared = c.int("num_shared_experts", default=0)
+    moe = {**_moe(c, expert_size_keys=("intermediate_size",)), "num_shared_experts": shared,
+           "shared_expert_intermediate_size": c.int("intermediate_size") if shared else None}
+    notes.append(f"router: {c.str('expert_selection_fn', default='softmax')}; shared experts combined by "
+                 f"{c.str('shared_expert_combination_strategy', default='average')}")
+    return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=ffns,
+                    attention=_attention(c, window=window), moe=moe, rope=_rope(c, 10000.0), tie_default=True,
+                    ffn=_ffn(c, width=c.int("prefix_dense_intermediate_size")) if "dense" in ffns else None,
+                    norms_per_layer=1)
+
+
+def _exaone_moe_sliding(c: _Fields, n: int) -> list[bool]:
+    """K-EXAONE without `layer_types`: every `sliding_window_pattern`-th layer global (an int), or EXAONE 4's
+    letters ('LLLG': L local, G global) repeated; none slide without a `sliding_window`."""
+    pattern = c.raw("sliding_window_pattern", 4)
+    if not c.has("sliding_window") or not pattern:
+        return [False] * n
+    if isinstance(pattern, str) and pattern and not set(pattern) - {"L", "G"}:
+        return [pattern[i % len(pattern)] == "L" for i in range(n)]
+    every = c.int("sliding_window_pattern")
+    return [(i + 1) % every != 0 for i in range(n)]
+
+
+def _exaone_moe(c: _Fields, notes: list[str]) -> dict:
+    """K-EXAONE (EXAONE MoE): GQA with per-head QK-norm, 3 sliding : 1 global layers (global layers skip RoPE),
+    dense `intermediate_size` MLPs on the first `first_k_dense_replace` layers (or `mlp_layer_types`), then routed
+    experts plus `num_shared_experts` fused into one MLP that many experts wide, all `moe_intermediate_size` wide,
+    behind a sigmoid router with an e_score_correction_bias. Its MTP module is not in transformers' model."""
+    n = _num_layers(c)
+    flags, window = _sliding(c, n, _exaone_moe_sliding)
+    ffns = _mlp_layer_types(c, n)
+    if c.int("num_nextn_predict_layers", default=0):
+        notes.append("MTP module not counted (transformers' model drops it)")
+    notes.append("router_bias = e_score_correction_bias")
+    return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=ffns,
+                    attention=_attention(c, qk_norm=True, window=window), ffn=_ffn(c) if "dense" in ffns else None,
+                    moe=_moe(c, expert_size_keys=("moe_intermediate_size",), router_bias=True),
+                    rope=_rope(c, 1_000_000.0))
+
+
+def _afmoe(c: _Fields, notes: list[str]) -> dict:
+    """Arcee Trinity (AFMoE): GQA with per-head QK-norm and a sigmoid output gate (gate_proj: hidden -> heads x
+    head_dim), norms before and after attention and the MLP (four a layer), every `global_attn_every_n_layers`-th
+    layer global and the rest sliding; `num_dense_layers` dense `intermediate_size` MLPs, then routed experts plus
+    `num_shared_experts` fused into one MLP that many experts wide, all `moe_intermediate_size`, with a learned
+    routing `expert_bias` (a weight, [num_experts])."""
+    n = _num_layers(c)
+    every = c.int("global_attn_every_n_layers", default=4)
+    flags, window = _sliding(c, n, lambda f, k: [every > 0 and (i + 1) % every != 0 for i in range(k)])
+    dense = c.int("num_dense_layers", default=1)
+    ffns = ["dense" if i < dense else "moe" for i in range(n)]
+    notes.append("router_bias = expert_bias")
+    return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=ffns,
+                    attention={**_attention(c, qk_norm=True, window=window), "output_gate": True},
+                    ffn=_ffn(c) if "dense" in ffns else None, norms_per_layer=4,
+                    moe=_moe(c, expert_size_keys=("moe_intermediate_size",), router_bias=True), rope=_rope(c, 10000.0))
+
+
 FAMILIES: dict = {  # model_type -> (family, function), merged into hf_families._FAMILIES
     "deepseek_v4": ("deepseek", _deepseek_v4),
     "mistral4": ("mistral", _mistral4),
@@ -219,14 +329,22 @@ FAMILIES: dict = {  # model_type -> (family, function), merged into hf_families.
     "ernie4_5_moe": ("ernie", _ernie4_5_moe),
     "dots1": ("dots", _dots1),
     "solar_open": ("solar", _solar_open),
+    "hunyuan_v1_moe": ("hunyuan", _hunyuan_moe),
+    "cohere2_moe": ("cohere", _cohere2_moe),
+    "exaone_moe": ("exaone", _exaone_moe),
+    "afmoe": ("arcee", _afmoe),
 }
 DEFAULTS: dict = {  # model_type -> transformers' config defaults for fields released configs leave out
     "glm_moe_dsa": {"first_k_dense_replace": 3},  # GlmMoeDsaConfig: three dense layers, then MoE
     "glm4_moe_lite": {"first_k_dense_replace": 1},  # Glm4MoeLiteConfig: mlp_layer_types default dense, sparse, ...
     "deepseek_v4": {"head_dim": 512, "num_hash_layers": 3},
     "minimax_m2": {"head_dim": 128},
+    "exaone_moe": {"first_k_dense_replace": 1, "n_shared_experts": 1, "sliding_window": 4096},  # ExaoneMoeConfig
+    "afmoe": {"n_shared_experts": 2, "sliding_window": 1024, "head_dim": 128},  # AfmoeConfig
 }
 ALIASES: dict = {  # model_type -> {standard field: this family's own name}
     "ernie4_5_moe": {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k",
                      "n_shared_experts": "moe_num_shared_experts"},
+    "exaone_moe": {"n_shared_experts": "num_shared_experts"},
+    "afmoe": {"n_shared_experts": "num_shared_experts"},
 }
