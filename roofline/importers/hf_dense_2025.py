@@ -15,6 +15,7 @@ from roofline.importers.hf_parts import (
     _mamba2,
     _mla,
     _moe,
+    _ntk_alpha_rope,
     _num_layers,
     _rope,
     _sliding,
@@ -56,14 +57,7 @@ def _hunyuan_dense(c: _Fields, notes: list[str]) -> dict:
     head_dim each), `attention_bias` on q/k/v/o, SwiGLU MLP. Its 'dynamic' RoPE with a fixed `alpha` (NTK-alpha)
     only stretches the base, to theta x alpha ^ (head_dim / (head_dim - 2)): a plain RoPE of that theta."""
     arch = _dense_family(c, qk_norm=True, default_theta=10000.0)
-    rope, dim = arch["rope"], arch["attention"]["head_dim"]
-    alpha = (rope["scaling"] or {}).get("alpha")
-    if rope["scaling"] and rope["scaling"].get("type") == "dynamic" and alpha and dim > 2:
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
-            raise c.error("rope_scaling", f"alpha must be a positive number, got {alpha!r}")
-        rope["theta"] *= float(alpha) ** (dim / (dim - 2))
-        rope["scaling"] = None
-        notes.append(f"NTK-alpha RoPE (alpha {alpha:g}) folded into theta {rope['theta']:.6g}")
+    arch["rope"] = _ntk_alpha_rope(c, arch["rope"], arch["attention"]["head_dim"], notes)
     return arch
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from roofline.importers.hf_decoder import _decoder
 from roofline.importers.hf_fields import _Fields
-from roofline.importers.hf_parts import (_attention, _deepseek_ffns, _ffn, _mla, _moe, _num_layers, _rope,
-                                        _rope_scaling, _sliding)
+from roofline.importers.hf_parts import (_attention, _deepseek_ffns, _ffn, _mla, _moe, _ntk_alpha_rope, _num_layers,
+                                        _rope, _rope_scaling, _sliding)
 from roofline.importers.hf_pattern import compress_pattern
 
 # ------------------------------------------------------------------------------------------------ MLA + MoE
@@ -236,13 +236,7 @@ def _hunyuan_moe(c: _Fields, notes: list[str]) -> dict:
            "gated": True, "expert_bias": False, "router_bias": False, "latent_size": None}
     if c.has("use_cla") and c.bool("use_cla", False):
         raise c.error("use_cla", "(cross-layer KV sharing) is not in transformers' Hunyuan model nor the card")
-    rope, dim = _rope(c, 10000.0), attention["head_dim"]
-    alpha = (rope["scaling"] or {}).get("alpha")
-    if rope["scaling"] and rope["scaling"].get("type") == "dynamic" and alpha is not None and dim > 2:
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
-            raise c.error("rope_scaling", f"alpha must be a positive number, got {alpha!r}")
-        rope = {**rope, "theta": rope["theta"] * float(alpha) ** (dim / (dim - 2)), "scaling": None}
-        notes.append(f"NTK-alpha RoPE (alpha {alpha:g}) folded into theta {rope['theta']:.6g}")
+    rope = _ntk_alpha_rope(c, _rope(c, 10000.0), attention["head_dim"], notes)
     return _decoder(c, mixers=["full"] * n, ffns=["moe"] * n, attention=attention, ffn=None, moe=moe, rope=rope)
 
 

@@ -98,6 +98,20 @@ def _rope(c: _Fields, default_theta: float) -> dict:
 # ------------------------------------------------------------------------------------------------ sliding windows
 
 
+def _ntk_alpha_rope(c: _Fields, rope: dict, head_dim: int, notes: list[str]) -> dict:
+    """Hunyuan's 'dynamic' RoPE with a fixed `alpha` (NTK-alpha) only stretches the base: a plain RoPE of theta x
+    alpha ^ (head_dim / (head_dim - 2)). Other RoPE sections are returned as they are."""
+    scaling = rope["scaling"] or {}
+    alpha = scaling.get("alpha")
+    if scaling.get("type") != "dynamic" or alpha is None or head_dim <= 2:
+        return rope
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
+        raise c.error("rope_scaling", f"alpha must be a positive number, got {alpha!r}")
+    theta = rope["theta"] * float(alpha) ** (head_dim / (head_dim - 2))
+    notes.append(f"NTK-alpha RoPE (alpha {alpha:g}) folded into theta {theta:.6g}")
+    return {**rope, "theta": theta, "scaling": None}
+
+
 def _from_layer_types(c: _Fields, n: int) -> list[bool] | None:
     """`layer_types` list: 'sliding_attention' / 'full_attention' per layer (gpt-oss, Gemma 3, new Qwen/Mistral)."""
     types = c.list("layer_types")
