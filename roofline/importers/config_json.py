@@ -150,7 +150,7 @@ def _validated(schema: type[BaseModel], data: dict, source: str, where: str = ""
         raise CardError(source, ".".join(p for p in (where, loc) if p), msg) from None
 
 
-_NESTED_TEXT = ("gemma3", "llama4")
+_NESTED_TEXT = ("gemma3", "llama4", "qwen2_vl", "qwen2_5_vl")  # their own type, flat or nested
 # model_types roofline does not model, by why (the refusal says which)
 _NOT_DECODERS = {
     "an encoder-decoder model": ("t5", "mt5", "umt5", "longt5", "bart", "mbart", "marian", "pegasus", "whisper",
@@ -170,8 +170,9 @@ def _wrapped(config: dict, model_type: str) -> str | None:
 
 
 def _text_fields(config: dict, model_type: str, source: str, wrapper: bool = False) -> _Fields:
-    """Gemma 3 and Llama 4 (multimodal) nest the decoder's fields under `text_config`, as a wrapper does (its text
-    model's transformers defaults filling what it leaves out); the rest are flat."""
+    """Gemma 3, Llama 4 and Qwen2(.5)-VL (multimodal, registered under their own type) may nest the decoder's fields
+    under `text_config`, as a wrapper does (its text model's transformers defaults filling what it leaves out); the
+    rest are flat."""
     defaults, aliases = _FAMILY_DEFAULTS.get(model_type), _FAMILY_ALIASES.get(model_type)
     if wrapper or (model_type in _NESTED_TEXT and "text_config" in config):
         text = config["text_config"]

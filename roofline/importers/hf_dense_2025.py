@@ -14,6 +14,8 @@ from roofline.importers.hf_parts import (
     _ffn,
     _mamba2,
     _mla,
+    _mla_attention,
+    _mlp_layer_types,
     _moe,
     _ntk_alpha_rope,
     _num_layers,
@@ -144,10 +146,7 @@ def _youtu(c: _Fields, notes: list[str]) -> dict:
     if c.bool("attention_bias", False):
         raise c.error("attention_bias", "is set; MLA projection biases are not modelled")
     mla = _mla(c)
-    heads = c.int("num_attention_heads")
-    attention = {"num_heads": heads, "num_kv_heads": c.int("num_key_value_heads", default=heads),
-                 "head_dim": mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]}
-    return _decoder(c, mixers=["mla"] * n, ffns=["dense"] * n, attention=attention, ffn=_ffn(c), mla=mla,
+    return _decoder(c, mixers=["mla"] * n, ffns=["dense"] * n, attention=_mla_attention(c, mla), ffn=_ffn(c), mla=mla,
                     rope=_rope(c, 10000.0), tie_default=True)
 
 
@@ -156,13 +155,9 @@ def _iquestcoder(c: _Fields, notes: list[str]) -> dict:
     return _dense_family(c, default_theta=10000.0)
 
 
-def _hy_v3_ffns(c: _Fields, n: int) -> list[str]:
-    """Hy3: `mlp_layer_types` ('dense' / 'sparse' per layer); without it layer 0 dense, the rest MoE."""
-    kinds = c.list("mlp_layer_types") or ["dense"] + ["sparse"] * (n - 1)
-    bad = sorted({k for k in kinds if k not in ("dense", "sparse")})
-    if bad or len(kinds) != n:
-        raise c.error("mlp_layer_types", f"must list {n} entries of dense / sparse, got {len(kinds)} ({bad or 'ok'})")
-    return ["moe" if k == "sparse" else "dense" for k in kinds]
+def _hy_v3_default_ffns(c: _Fields, n: int) -> list[str]:
+    """Hy3 without `mlp_layer_types`: layer 0 dense, the rest MoE."""
+    return ["dense"] + ["moe"] * (n - 1)
 
 
 def _hy_v3(c: _Fields, notes: list[str]) -> dict:
@@ -171,7 +166,7 @@ def _hy_v3(c: _Fields, notes: list[str]) -> dict:
     hidden] whose e_score_correction_bias is a buffer (not counted); dense SwiGLU layers `intermediate_size` wide."""
     n = _num_layers(c)
     flags, window = _sliding(c, n, None)
-    ffns = _hy_v3_ffns(c, n)
+    ffns = _mlp_layer_types(c, n, _hy_v3_default_ffns)
     moe = {**_moe(c, expert_size_keys=("moe_intermediate_size",)),
            "num_shared_experts": c.int("num_shared_experts", default=1), "shared_expert_intermediate_size": None}
     notes.append("e_score_correction_bias (a buffer) not counted")

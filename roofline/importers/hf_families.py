@@ -13,8 +13,11 @@ from roofline.importers.hf_parts import (
     _deepseek_ffns,
     _every_layer_sliding,
     _ffn,
+    _gemma_local_theta,
     _gemma_sliding,
+    _letter_sliding,
     _mla,
+    _mla_attention,
     _moe,
     _num_layers,
     _qwen3_moe_ffns,
@@ -55,13 +58,6 @@ GEMMA3_DEFAULTS = {"vocab_size": 262208, "max_position_embeddings": 131072, "rop
 # 7B); a flat llama config must state its shapes
 LLAMA_DEFAULTS = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
                   "num_attention_heads": 32, "max_position_embeddings": 2048, "rope_theta": 10000.0}
-
-
-def _gemma_local_theta(c: _Fields) -> float:
-    params = c.raw("rope_parameters")
-    if isinstance(params, dict) and isinstance(params.get("sliding_attention"), dict):
-        return float(params["sliding_attention"].get("rope_theta", 10000.0))
-    return c.float("rope_local_base_freq")
 
 
 def _gemma(c: _Fields, notes: list[str]) -> dict:
@@ -117,19 +113,9 @@ def _seed_oss(c: _Fields, notes: list[str]) -> dict:
     return arch
 
 
-def _exaone4_sliding(c: _Fields, n: int) -> list[bool]:
-    """EXAONE 4: `sliding_window_pattern` letters repeat over the layers, 'L' local and 'G' global ('LLLG')."""
-    pattern = c.str("sliding_window_pattern", default=None)
-    if not c.has("sliding_window") or not pattern:
-        return [False] * n
-    if set(pattern) - {"L", "G"}:
-        raise c.error("sliding_window_pattern", f"must be letters L (local) and G (global), got {pattern!r}")
-    return [pattern[i % len(pattern)] == "L" for i in range(n)]
-
-
 def _exaone4(c: _Fields, notes: list[str]) -> dict:
     """EXAONE 4.0: QK-norm, norms after attention and MLP (two per layer), 3 local : 1 global layers."""
-    return _dense_family(c, sliding=_exaone4_sliding, qk_norm=True, default_theta=1_000_000.0)
+    return _dense_family(c, sliding=_letter_sliding, qk_norm=True, default_theta=1_000_000.0)
 
 
 def _gemma3(c: _Fields, notes: list[str]) -> dict:
@@ -201,9 +187,7 @@ def _deepseek_v3(c: _Fields, notes: list[str]) -> dict:
     """DeepSeek-V3: MLA on every layer, first_k_dense_replace dense layers, routed + shared experts, MTP."""
     n = _num_layers(c)
     mla = _mla(c)
-    heads = c.int("num_attention_heads")
-    attention = {"num_heads": heads, "num_kv_heads": c.int("num_key_value_heads", default=heads),
-                 "head_dim": mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]}
+    attention = _mla_attention(c, mla)
     ffns = _deepseek_ffns(c, n)
     mtp = c.int("num_nextn_predict_layers", default=0)
     noaux = c.str("topk_method", default="greedy") == "noaux_tc"  # per-expert e_score_correction_bias

@@ -6,22 +6,12 @@ from __future__ import annotations
 
 from roofline.importers.hf_decoder import _decoder
 from roofline.importers.hf_fields import _Fields
-from roofline.importers.hf_parts import (_attention, _deepseek_ffns, _ffn, _mla, _moe, _ntk_alpha_rope, _num_layers,
-                                        _rope, _rope_scaling, _sliding)
+from roofline.importers.hf_parts import (_attention, _deepseek_ffns, _ffn, _letter_sliding, _mla, _mla_attention,
+                                        _mlp_layer_types, _moe, _ntk_alpha_rope, _num_layers, _rope, _rope_scaling,
+                                        _sliding)
 from roofline.importers.hf_pattern import compress_pattern
 
 # ------------------------------------------------------------------------------------------------ MLA + MoE
-
-
-def _mlp_layer_types(c: _Fields, n: int) -> list[str]:
-    """transformers >= 5 `mlp_layer_types` ('dense' / 'sparse' per layer), else DeepSeek's first_k_dense_replace."""
-    names = c.list("mlp_layer_types")
-    if names is None:
-        return _deepseek_ffns(c, n)
-    kinds = {"dense": "dense", "sparse": "moe", "moe": "moe"}
-    if len(names) != n or any(name not in kinds for name in names):
-        raise c.error("mlp_layer_types", f"must list {n} entries of dense / sparse, got {names!r}")
-    return [kinds[name] for name in names]
 
 
 def _mla_moe(c: _Fields, notes: list[str], *, router_bias: bool, indexer: dict | None = None) -> dict:
@@ -32,10 +22,8 @@ def _mla_moe(c: _Fields, notes: list[str], *, router_bias: bool, indexer: dict |
     mla = _mla(c)
     if indexer is not None:
         mla["indexer"] = indexer
-    heads = c.int("num_attention_heads")
-    attention = {"num_heads": heads, "num_kv_heads": c.int("num_key_value_heads", default=heads),
-                 "head_dim": mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]}
-    ffns = _mlp_layer_types(c, n)
+    attention = _mla_attention(c, mla)
+    ffns = _mlp_layer_types(c, n, _deepseek_ffns)
     if router_bias:
         notes.append("router_bias = e_score_correction_bias")
     return _decoder(c, mixers=["mla"] * n, ffns=ffns, attention=attention, ffn=_ffn(c) if "dense" in ffns else None,
@@ -255,7 +243,7 @@ def _cohere2_moe(c: _Fields, notes: list[str]) -> dict:
     (`mlp_layer_types` / `first_k_dense_replace`) `prefix_dense_intermediate_size` wide."""
     n = _num_layers(c)
     flags, window = _sliding(c, n, _cohere2_moe_sliding)
-    ffns = _mlp_layer_types(c, n)
+    ffns = _mlp_layer_types(c, n, _deepseek_ffns)
     shared = c.int("num_shared_experts", default=0)
     moe = {**_moe(c, expert_size_keys=("intermediate_size",)), "num_shared_experts": shared,
            "shared_expert_intermediate_size": c.int("intermediate_size") if shared else None}
@@ -270,12 +258,11 @@ def _cohere2_moe(c: _Fields, notes: list[str]) -> dict:
 def _exaone_moe_sliding(c: _Fields, n: int) -> list[bool]:
     """K-EXAONE without `layer_types`: every `sliding_window_pattern`-th layer global (an int), or EXAONE 4's
     letters ('LLLG': L local, G global) repeated; none slide without a `sliding_window`."""
-    pattern = c.raw("sliding_window_pattern", 4)
-    if not c.has("sliding_window") or not pattern:
+    if isinstance(c.raw("sliding_window_pattern"), str):
+        return _letter_sliding(c, n)
+    every = c.int("sliding_window_pattern", default=4)
+    if not c.has("sliding_window") or not every:
         return [False] * n
-    if isinstance(pattern, str) and pattern and not set(pattern) - {"L", "G"}:
-        return [pattern[i % len(pattern)] == "L" for i in range(n)]
-    every = c.int("sliding_window_pattern")
     return [(i + 1) % every != 0 for i in range(n)]
 
 
@@ -286,7 +273,7 @@ def _exaone_moe(c: _Fields, notes: list[str]) -> dict:
     behind a sigmoid router with an e_score_correction_bias. Its MTP module is not in transformers' model."""
     n = _num_layers(c)
     flags, window = _sliding(c, n, _exaone_moe_sliding)
-    ffns = _mlp_layer_types(c, n)
+    ffns = _mlp_layer_types(c, n, _deepseek_ffns)
     if c.int("num_nextn_predict_layers", default=0):
         notes.append("MTP module not counted (transformers' model drops it)")
     notes.append("router_bias = e_score_correction_bias")

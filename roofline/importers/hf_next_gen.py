@@ -10,6 +10,7 @@ from roofline.importers.hf_fields import _Fields
 from roofline.importers.hf_parts import (
     _attention,
     _ffn,
+    _gemma_local_theta,
     _moe,
     _num_layers,
     _qwen3_moe_ffns,
@@ -123,21 +124,10 @@ def _qwen2_vl(c: _Fields, notes: list[str]) -> dict:
 
 def _qwen2_vl_wrapper(c: _Fields, notes: list[str]) -> dict:
     """A `qwen2_vl` / `qwen2_5_vl` config: the Hub's flat form (text fields at the top level beside
-    `vision_config`), or transformers 5's nested `text_config` (its `tie_word_embeddings` stays at the top level).
-    Either way the text model only."""
-    text = c.raw("text_config")
-    fields = c
-    if text is not None:
-        if not isinstance(text, dict):
-            raise c.error("text_config", f"must be a mapping of the text model's fields, got {text!r}")
-        if text.get("tie_word_embeddings") is None and c.has("tie_word_embeddings"):
-            text = {**text, "tie_word_embeddings": c.bool("tie_word_embeddings", False)}
-        fields = _Fields(text, c.source, "text_config.", c.defaults, c.aliases)
+    `vision_config`) or transformers 5's nested `text_config` (config_json._NESTED_TEXT reads it, with the
+    wrapper's top-level tying); either way the text model only."""
     notes.append("a Qwen VL config: its text model only; the vision encoder and projector are not counted")
-    arch = _qwen2_vl(fields, notes)
-    if fields is not c:
-        c.defaulted.extend(fields.defaulted)
-    return arch
+    return _qwen2_vl(c, notes)
 
 
 # ------------------------------------------------------------------------------------------------ Gemma 4
@@ -221,15 +211,9 @@ def _gemma4(c: _Fields, notes: list[str]) -> dict:
                                                                       attention["num_kv_heads"], False):
         arch["layer_types"] = {"G": full}
         arch["layer_pattern"] = compress_pattern("".join("S" if s else "G" for s in flags))
-    notes.append(f"sliding layers use rope theta {_gemma4_local_theta(c):g} (the card's rope section is the "
+    notes.append(f"sliding layers use rope theta {_gemma_local_theta(c, 10000.0):g} (the card's rope section is the "
                  "full-attention layers')")
     return arch
-
-
-def _gemma4_local_theta(c: _Fields) -> float:
-    params = c.raw("rope_parameters")
-    local = params.get("sliding_attention") if isinstance(params, dict) else None
-    return float(local.get("rope_theta", 10000.0)) if isinstance(local, dict) else 10000.0
 
 
 # Gemma4TextConfig defaults for fields a config may leave out (hidden_size_per_layer_input: its 256 means per-layer

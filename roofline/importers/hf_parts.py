@@ -260,3 +260,40 @@ def _nemotron_letters(c: _Fields) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ layer pattern
+
+
+def _mla_attention(c: _Fields, mla: dict) -> dict:
+    """The attention section of an MLA model: its query heads (and the KV heads transformers' config names, for the
+    card's head count) at the nope + rope head width."""
+    heads = c.int("num_attention_heads")
+    return {"num_heads": heads, "num_kv_heads": c.int("num_key_value_heads", default=heads),
+            "head_dim": mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]}
+
+
+def _mlp_layer_types(c: _Fields, n: int, fallback: Callable[[_Fields, int], list[str]]) -> list[str]:
+    """transformers >= 5 `mlp_layer_types` ('dense' / 'sparse' per layer), else the family's own layout."""
+    names = c.list("mlp_layer_types")
+    if names is None:
+        return fallback(c, n)
+    if len(names) != n or any(name not in ("dense", "sparse") for name in names):
+        raise c.error("mlp_layer_types", f"must list {n} entries of dense / sparse, got {names!r}")
+    return ["moe" if name == "sparse" else "dense" for name in names]
+
+
+def _letter_sliding(c: _Fields, n: int) -> list[bool]:
+    """EXAONE's `sliding_window_pattern` letters repeat over the layers, 'L' local and 'G' global ('LLLG')."""
+    pattern = c.str("sliding_window_pattern", default=None)
+    if not c.has("sliding_window") or not pattern:
+        return [False] * n
+    if set(pattern) - {"L", "G"}:
+        raise c.error("sliding_window_pattern", f"must be letters L (local) and G (global), got {pattern!r}")
+    return [pattern[i % len(pattern)] == "L" for i in range(n)]
+
+
+def _gemma_local_theta(c: _Fields, default: float | None = None) -> float:
+    """The sliding layers' rope theta of Gemma 3 / 4: rope_parameters' 'sliding_attention' entry, else
+    `rope_local_base_freq` (required unless `default` is given)."""
+    params = c.raw("rope_parameters")
+    if isinstance(params, dict) and isinstance(params.get("sliding_attention"), dict):
+        return float(params["sliding_attention"].get("rope_theta", 10000.0))
+    return c.float("rope_local_base_freq") if default is None else c.float("rope_local_base_freq", default=default)
