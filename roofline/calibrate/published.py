@@ -270,6 +270,15 @@ def read_rows(path: Path) -> list[dict]:
     return rows
 
 
+def csv_header(path: Path) -> list[str]:
+    """The column names of a CSV file's first line (read through the bounded reader)."""
+    text = read_text(Path(path), MAX_CSV_BYTES, "CSV file")
+    try:
+        return next(csv.reader(io.StringIO(text, newline="")), [])
+    except csv.Error:
+        return []
+
+
 def engine_family(engine: str) -> str:
     """The runtime a row's `engine` text names, without build and flags: "llama.cpp CUDA build 6918 (...)" ->
     "llama.cpp", "llama.cpp Metal (May 2024 ...)" -> "llama.cpp Metal", "TensorRT-LLM trtllm-bench ..." ->
@@ -312,7 +321,9 @@ def read_published(path: Path) -> list[dict]:
     if not path.exists():
         raise RooflineError(f"--published {path}: no such file")
     rows = read_rows(path)
-    have = set(rows[0]) if rows else set()
+    have = set(rows[0]) if rows else set(csv_header(path))
+    if have and not rows and NEEDED_COLUMNS <= have:
+        raise RooflineError(f"--published {path}: a header and no rows below it; add one measurement per row")
     if not rows or not NEEDED_COLUMNS <= have or not ({"hw_card", "hardware"} & have and {"model_card", "model"} & have):
         raise RooflineError(f"--published {path}: needs the columns of published_train.csv "
                             f"({', '.join(sorted(NEEDED_COLUMNS))}, hw_card or hardware, model_card or model)")

@@ -15,7 +15,7 @@ _DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e1
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 # context lengths are conventionally binary: "4K" = 4,096 tokens, "128K" = 131,072, "1M" = 1,048,576
 _TOKEN_PREFIX = {"": 1.0, "k": 2.0**10, "K": 2.0**10, "m": 2.0**20, "M": 2.0**20}
-_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}  # micro sign and Greek mu
 
 # unit suffixes accepted per kind (after the prefix); all spellings mean the same SI unit. Byte units keep their
 # case ("Gb/s" is gigabits); FLOP units are matched in any case ("TFlops", "TOPs", "19.5 TF" as spec tables write
@@ -44,14 +44,17 @@ MAX_QUANTITY = 1e36
 
 _NUM = r"(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 _QTY = re.compile(rf"^\s*{_NUM}\s*(?P<unit>[^\s0-9].*?)?\s*$")
+# commas group thousands only ('1,008 GB/s', '2,048'): a comma anywhere else is a decimal comma or a typo
+_GROUPED = re.compile(r"^\s*[0-9]{1,3}(?:,[0-9]{3})+(?![0-9,])")
+DECIMAL_COMMA_HINT = "write decimals with '.' (a comma only groups thousands, as in 1,008 GB/s)"
 
 
 class QuantityError(ValueError):
     """A value that is not a valid quantity of the expected kind."""
 
-    def __init__(self, value: object, kind: str):
+    def __init__(self, value: object, kind: str, hint: str = ""):
         self.value, self.kind = value, kind
-        super().__init__(f"{value!r} is not {EXPECTED_FORM[kind]}")
+        super().__init__(f"{value!r} is not {EXPECTED_FORM[kind]}" + (f"; {hint}" if hint else ""))
 
 
 def _scale(prefix: str, kind: str) -> float | None:
@@ -85,7 +88,13 @@ def parse_quantity(value: object, kind: Kind) -> float:
         return float(value)
     if not isinstance(value, str):
         raise QuantityError(value, kind)
-    match = _QTY.match(value.replace(",", "").replace("_", ""))
+    text = value
+    if "," in text:
+        grouped = _GROUPED.match(text)
+        if not grouped or "," in text[grouped.end():]:
+            raise QuantityError(value, kind, DECIMAL_COMMA_HINT)
+        text = text.replace(",", "")
+    match = _QTY.match(text.replace("_", ""))
     if not match:
         raise QuantityError(value, kind)
     factor = _unit_factor((match["unit"] or "").strip(), kind)

@@ -9,11 +9,14 @@ import typer
 
 from roofline.cards.files import check_output_file
 from roofline.cards.store import CardStore
-from roofline.cards.units import QuantityError, parse_tokens
+from roofline.cli.output import warn
+from roofline.cards.units import DECIMAL_COMMA_HINT, QuantityError, parse_tokens
 from roofline.errors import RooflineError, UnknownNameError
 from roofline.importers import open_store
 from roofline.perf.efficiency import Efficiency, check_runtime_supports, expected_efficiency
+from roofline.perf.serving.policy import replica_memory_bytes
 from roofline.perf.workload import MAX_COUNT
+from roofline.sizing.memory import Deployment, runtime_memory_view
 
 if TYPE_CHECKING:
     from roofline.cards.runtime import RuntimeChoice
@@ -60,11 +63,19 @@ GpusOpt = Annotated[int, typer.Option("--gpus", help="GPUs in tensor parallel (s
 PpOpt = Annotated[int, typer.Option("--pp", help="Pipeline-parallel stages (GPUs = gpus x pp).")]
 
 
-def tokens(option: str, value: str | int) -> int:
+def tokens(option: str, value: str | int, allow_zero: bool = False) -> int:
+    """A token option's count, at most MAX_COUNT (0 only where `allow_zero`)."""
+    if allow_zero and str(value).strip() == "0":
+        return 0
     try:
-        return parse_tokens(value)
-    except QuantityError:
-        raise RooflineError(f"{option}: {value!r} is not a token count > 0 (like 500, 4k, 128K or 1M)") from None
+        n = parse_tokens(value)
+    except QuantityError as err:
+        comma = f"; {DECIMAL_COMMA_HINT}" if DECIMAL_COMMA_HINT in str(err) else ""
+        raise RooflineError(f"{option}: {value!r} is not a token count {'>=' if allow_zero else '>'} 0 (like 500, "
+                            f"4k, 128K or 1M){comma}") from None
+    if n > MAX_COUNT:
+        raise RooflineError(f"{option}: at most {MAX_COUNT:,} tokens, got {value!r}")
+    return n
 
 
 def fmt_s(seconds: float) -> str:
@@ -101,6 +112,42 @@ def runtime_efficiency(choice: RuntimeChoice | None, card, hw, wl) -> Efficiency
     return expected_efficiency(hw, choice)
 
 
+def runtime_runs(choice: RuntimeChoice | None, card, hw):
+    """Whether the runtime runs a (weight format, KV format) pair of `card` on `hw` (`check_runtime_supports` as a
+    test), for the alternatives `fits` and `predict` propose; None: generic (any)."""
+    if choice is None:
+        return None
+
+    def runs(quant: str, kv_quant: str) -> bool:
+        try:
+            check_runtime_supports(choice, card, hw, quant, kv_quant)
+        except RooflineError:
+            return False
+        return True
+    return runs
+
+
+def runtime_policy(choice: RuntimeChoice | None, hw, gpus: int) -> dict | None:
+    """The runtime's scheduler and memory fields for one replica of `gpus` GPUs of `hw` (None: generic)."""
+    if choice is None:
+        return None
+    return choice.profile.serving_policy(choice.version or choice.range_start, replica_memory_bytes(hw, gpus))
+
+
+def runtime_sizing(choice: RuntimeChoice | None, hw, wl) -> tuple:
+    """(card as the runtime's memory policy sees it, Deployment, capacity text): the share of each GPU a
+    preallocating runtime takes (vLLM's gpu_memory_utilization) and the KV block and step tokens it sizes with,
+    as `fits --runtime` counts them, so `predict`, `compare` and `sweep` give the verdict `fits` gives."""
+    view, _, blocks, step, policy = runtime_memory_view(runtime_policy(choice, hw, wl.tp * wl.pp), hw, None, None,
+                                                        None)
+    text = capacity_label(view.memory.capacity_bytes, view.memory.capacity_binary)
+    util = policy["gpu_memory_utilization"]
+    if util:
+        text += f" ({util:.0%} of {capacity_label(hw.memory.capacity_bytes, hw.memory.capacity_binary)}, the share " \
+                "the runtime takes)"
+    return view, Deployment(wl.tp, wl.pp, blocks, step), text
+
+
 def kv_default(choice: RuntimeChoice | None, kv_quant: str | None) -> str:
     """--kv-quant, else the runtime's default KV format (llama.cpp f16), else bf16."""
     if kv_quant is not None and not kv_quant.strip():
@@ -124,6 +171,10 @@ def model_and_quant(st: CardStore, name: str, quant: Optional[str]):
     from roofline.sizing.params import check_quant_components, parse_quant
 
     card, tagged = st.model_and_format(name)
+    if Path(name).expanduser().exists():  # read from a file: what the importer assumed is said, not buried
+        _, _, notes = (card.notes or "").partition("; ")
+        if notes:
+            warn(f"{card.name}: {notes}")
     if quant is not None and tagged is not None and parse_quant(quant) != parse_quant(tagged):
         raise RooflineError(f"--model {name!r} names the format {tagged} and --quant says {quant}; give one")
     quant = quant if quant is not None else tagged
@@ -136,6 +187,15 @@ def capacity_label(capacity_bytes: float, binary: bool) -> str:
     if binary:
         return f"{capacity_bytes / 2**30:,.0f} GiB ({capacity_bytes / 1e9:,.1f} GB)"
     return f"{capacity_bytes / 1e9:,.1f} GB"
+
+
+def fmt_margin(n_bytes: float) -> str:
+    """A memory margin (spare or short, sign dropped) in a unit that never rounds it to zero: '1.20 GB', '85 kB'."""
+    gap = abs(n_bytes)
+    for unit, scale, least in (("GB", 1e9, 1e7), ("MB", 1e6, 1e6), ("kB", 1e3, 1e3)):
+        if gap >= least:
+            return f"{gap / scale:,.{2 if unit == 'GB' else 0}f} {unit}"
+    return f"{gap:,.0f} bytes"
 
 
 def gb(n: float | None, digits: int = 1) -> str | None:

@@ -17,9 +17,12 @@ from roofline.cli.common import (
     PpOpt,
     QuantOpt,
     RuntimeOpt,
+    fmt_margin,
     kv_default,
     model_and_quant,
     runtime_choice,
+    runtime_policy,
+    runtime_runs,
     runtime_label,
     store,
     tokens,
@@ -28,9 +31,9 @@ from roofline.cli.output import Column, emit, table
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import check_runtime_supports
 from roofline.perf.parallel import check_parallel
-from roofline.perf.serving.policy import replica_memory_bytes
-from roofline.perf.workload import make_workload
+from roofline.perf.workload import MAX_COUNT, make_workload
 from roofline.sizing.alternatives import what_would_fit
+from roofline.sizing.precision import Formats
 from roofline.sizing.memory import (
     BLOCK_TOKENS,
     MAX_STEP_TOKENS,
@@ -80,6 +83,9 @@ def fits_cmd(
             raise RooflineError(f"{label}: must be > 0, got {value}")
     if block_tokens is not None and block_tokens > MAX_SMALL:  # as a runtime profile's block_size_tokens
         raise RooflineError(f"--block-tokens: at most {MAX_SMALL} tokens a block (vLLM: 16), got {block_tokens}")
+    if max_step_tokens is not None and max_step_tokens > MAX_COUNT:
+        raise RooflineError(f"--max-step-tokens: at most {MAX_COUNT:,} tokens a step (vLLM: 8,192), got "
+                            f"{max_step_tokens}")
     if runtime_memory is not None and not re.search(r"[a-z]", runtime_memory, re.I):  # '2' is not 2 bytes
         raise RooflineError(f"--runtime-memory {runtime_memory!r}: give a unit, e.g. '{runtime_memory.strip()} GB'")
     try:
@@ -88,10 +94,9 @@ def fits_cmd(
         raise RooflineError(f"--runtime-memory: {err}") from None
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_runtime_supports(choice, card, hwc, wl.quant, wl.kv_quant)
-    policy_of = None if choice is None else choice.profile.serving_policy(
-        choice.version or choice.range_start, replica_memory_bytes(hwc, wl.tp * wl.pp))
     hwc, ctx, block_tokens, max_step_tokens, policy = runtime_memory_view(
-        policy_of, hwc, None if context is None else tokens("--context", context), block_tokens, max_step_tokens)
+        runtime_policy(choice, hwc, wl.tp * wl.pp), hwc, None if context is None else tokens("--context", context),
+        block_tokens, max_step_tokens)
     if policy["context_default"] and ctx > card.architecture.max_context:
         # a default beyond the model's trained context is cut to it (Ollama's llm/server.go: "requested context size
         # too large for model"); a --context asked for stays as asked, with a note
@@ -99,13 +104,13 @@ def fits_cmd(
     dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes)
     b = memory_budget(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     data = {"runtime": runtime_label(choice), "memory_policy": policy, "block_tokens": block_tokens,
-            **_budget_data(card, hwc, wl, ctx, dep, b)}
+            **_budget_data(card, hwc, wl, ctx, dep, b, runtime_runs(choice, card, hwc))}
     emit(data, as_json, lambda: render(data, b, card, hwc))
 
 
-def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget) -> dict:
+def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget, runs=None) -> dict:
     """The --json document: the budget line by line, the limits (max context, max concurrency, fewest GPUs) and what
-    would fit instead."""
+    would fit instead (in formats the runtime runs: `runs`, as `what_would_fit` takes it)."""
     best = min_gpus(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     return {
         "model": card.name, "hardware": hwc.name, "quant": wl.quant, "kv_quant": wl.kv_quant, "context_tokens": ctx,
@@ -120,7 +125,8 @@ def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget) -> dict:
         "min_gpus": best.gpus if best else None,
         "min_gpus_layout": {"tp": best.tp, "pp": best.pp} if best else None,
         "suggestions": [f"{a.flag}: {a.detail}"
-                        for a in what_would_fit(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep, b)],
+                        for a in what_would_fit(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep, b,
+                                                runs=runs)],
         "warnings": [f"{ctx:,} tokens is beyond {card.name}'s max context of {card.architecture.max_context:,}"]
         if ctx > card.architecture.max_context else [],
     }
@@ -160,7 +166,8 @@ def kv_per_token(card, d: dict) -> str:
 def render(d: dict, b: Budget, card, hw):
     per = " per GPU" if d["gpus"] > 1 else ""
     rows = [(f"  {c}", _gb(v)) for c, v in b.weights_by_component.items() if v >= 5e6]
-    rows.insert(0, (f"weights ({d['quant'] or 'native: ' + '+'.join(dict.fromkeys(card.weights.values()))})",
+    label = Formats(card, hw, d["quant"], d["kv_quant"]).weights_label
+    rows.insert(0, (f"weights ({label if d['quant'] else 'native: ' + label})",
                     _gb(b.weights_bytes)))
     rows += [(f"KV cache: {d['concurrency']} × {d['context_tokens']:,} tokens ({d['kv_quant']}, "
               f"{kv_per_token(card, d)}, {d['block_tokens']}-token blocks)", _gb(d["budget"]["kv"])),
@@ -177,9 +184,9 @@ def render(d: dict, b: Budget, card, hw):
                 f"{d['context_tokens']:,} tokens held (--context: prompt + output per sequence)",
                 ["line", Column("GB", "right")], rows)
     if d["fits"]:
-        yield f"[bold green]fits[/bold green] with {_gb(d['headroom_bytes'])} GB to spare"
+        yield f"[bold green]fits[/bold green] with {fmt_margin(d['headroom_bytes'])} to spare"
     else:
-        yield f"[bold red]does not fit[/bold red]: short by {_gb(-d['headroom_bytes'])} GB"
+        yield f"[bold red]does not fit[/bold red]: short by {fmt_margin(d['headroom_bytes'])}"
     yield (f"max context at {d['concurrency']} sequence(s): {d['max_context']:,} tokens "
            f"(model max {card.architecture.max_context:,}) · max concurrency at {d['context_tokens']:,} tokens: "
            f"{d['max_concurrency']:,} · fewest GPUs: {d['min_gpus'] or 'none of this card holds it'}")

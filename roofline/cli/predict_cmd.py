@@ -17,13 +17,15 @@ from roofline.cli.common import (
     QuantOpt,
     RuntimeOpt,
     TokOpt,
-    capacity_label,
+    fmt_margin,
     fmt_rate,
     fmt_s,
     kv_default,
     model_and_quant,
     runtime_choice,
     runtime_efficiency,
+    runtime_runs,
+    runtime_sizing,
     store,
     tokens,
 )
@@ -74,10 +76,16 @@ def inputs_line(p: Prediction, extra: dict[str, str] | None = None) -> str:
     return " · ".join(parts)
 
 
+def margin(p: Prediction) -> str:
+    """How far the memory need is from the capacity."""
+    return fmt_margin(p.memory_capacity_bytes - p.memory_per_gpu_bytes)
+
+
 def render_prediction(p: Prediction, instead: list[dict], extra: dict[str, str] | None = None, capacity: str = ""):
     if not p.fits_in_memory:
         yield (f"[bold red]does NOT fit[/bold red]: needs {p.memory_per_gpu_bytes / 1e9:,.1f} GB"
-               f"{' per GPU' if p.gpus > 1 else ''} of {capacity}; the figures below assume it did")
+               f"{' per GPU' if p.gpus > 1 else ''} of {capacity}, short by {margin(p)}; the figures below assume it "
+               "did")
         yield from instead_lines(instead)
     c = p.ceiling
     rows = [("TTFT (the prefill step samples it)", fmt_s(p.ttft_s), fmt_s(c.ttft_s)),
@@ -94,7 +102,8 @@ def render_prediction(p: Prediction, instead: list[dict], extra: dict[str, str] 
         top = ", ".join(f"{op} {t / r.time_s:.0%}" for op, t in r.top_ops[:4] if r.time_s)
         phase_rows.append((name, fmt_s(r.time_s), why(p, name), top))
     yield table("why (expected mode, per step)", ["phase", Column("time", "right"), "bound", "top ops"], phase_rows)
-    verdict = "fits" if p.fits_in_memory else "[bold red]does NOT fit[/bold red] (see `roofline fits`)"
+    verdict = f"fits, {margin(p)} to spare" if p.fits_in_memory else \
+        f"[bold red]does NOT fit[/bold red], short by {margin(p)} (see `roofline fits`)"
     per = " per GPU" if p.gpus > 1 else ""
     draft = f" (with the draft {p.draft})" if p.draft else ""
     yield (f"memory{draft}: weights {p.weights_bytes / 1e9:,.1f} GB, KV {p.kv_bytes / 1e9:,.2f} GB; with activations, "
@@ -145,7 +154,7 @@ def predict_cmd(
     st = store(cards)
     choice = runtime_choice(st, runtime)
     card, quant = model_and_quant(st, model, quant)
-    ctx = 0 if cached_tokens.strip() == "0" else tokens("--cached-tokens", cached_tokens)
+    ctx = tokens("--cached-tokens", cached_tokens, allow_zero=True)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), spec_tokens=spec_tokens, accept_rate=accept,
                        draft_model=draft, context_tokens=ctx, tp=gpus, pp=pp,
@@ -154,12 +163,13 @@ def predict_cmd(
     hwc = st.hardware(hw)
     draft_card = st.model(draft) if draft else None
     eff = runtime_efficiency(choice, card, hwc, wl)
-    p = predict(card, hwc, wl, draft=draft_card, eff=eff)
-    instead = [] if p.fits_in_memory else run_instead(card, hwc, wl, draft_card, eff)
+    held, dep, capacity = runtime_sizing(choice, hwc, wl)
+    p = predict(card, held, wl, draft=draft_card, eff=eff, dep=dep)
+    instead = [] if p.fits_in_memory else run_instead(card, held, wl, draft_card, eff, dep,
+                                                      runtime_runs(choice, card, hwc))
     extra = {k: v for k, v in (("layers", layers and f"first {layers}"), ("vocab", vocab and f"{vocab:,}"),
                                ("beyond max context", allow_beyond_context and wl.tokens_held >
                                 card.architecture.max_context and f"{card.architecture.max_context:,}")) if v}
-    capacity = capacity_label(hwc.memory.capacity_bytes, hwc.memory.capacity_binary)
     emit({**flat(p), "instead": instead}, as_json, lambda: render_prediction(p, instead, extra, capacity),
          as_csv=as_csv, csv_rows=lambda: [csv_row(p)])
 

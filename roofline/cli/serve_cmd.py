@@ -86,7 +86,7 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
         result = serve(fleet, prompt_lengths, output_lengths, requests, concurrency, rate, trace_path, burstiness,
                        seed, slo_ttft, slo_itl, advance)
     result.extra.update(model=card.name, hardware=hwc.name, quant=wl.quant or "native", kv_quant=wl.kv_quant, tp=wl.tp,
-                        pp=wl.pp, efficiency_source=fleet.setup.eff.source)
+                        pp=wl.pp, efficiency_source=fleet.setup.eff.source, slo_ttft_s=slo_ttft, slo_itl_s=slo_itl)
     return result
 
 
@@ -131,10 +131,12 @@ def render_serve(d: dict):
              f"weights {d['quant']}, KV {d['kv_quant']}")
     rows = [(LABELS[k], *(fmt_s(d[k][q]) for q in ("mean", "p50", "p90", "p95", "p99"))) for k in DISTS]
     yield table(title, ["", *(Column(q, "right") for q in ("mean", "p50", "p90", "p95", "p99"))], rows)
+    slo = d.get("slo_ttft_s") is not None or d.get("slo_itl_s") is not None
+    goodput = (f"goodput {d['goodput_requests_per_s']:.2f} req/s ({d['slo_attainment']:.0%} within the SLO)" if slo
+               else "goodput: no SLO given (--slo-ttft, --slo-itl)")
     yield (f"throughput {d['requests_per_s']:.2f} req/s · output {fmt_rate(d['output_tok_s'])} tok/s "
-           f"({fmt_rate(d['output_tok_s_per_gpu'])} per GPU) · total {fmt_rate(d['total_tok_s'])} tok/s · goodput "
-           f"{d['goodput_requests_per_s']:.2f} req/s ({d['slo_attainment']:.0%} within the SLO) · preemptions "
-           f"{d['preemptions']} · KV pool {d['kv_pool_tokens_per_replica']:,} tokens per replica")
+           f"({fmt_rate(d['output_tok_s_per_gpu'])} per GPU) · total {fmt_rate(d['total_tok_s'])} tok/s · "
+           f"{goodput} · preemptions {d['preemptions']} · KV pool {d['kv_pool_tokens_per_replica']:,} tokens per replica")
     if d.get("overloaded"):
         yield (f"[yellow]overloaded: requests arrive at {d['rate_per_s']:g}/s and the queue keeps growing (served "
                f"{d['requests_per_s']:.2f}/s); TTFT grows with --requests (`roofline capacity` finds the rate that "

@@ -16,7 +16,6 @@ from roofline.cli.common import (
     QuantOpt,
     RuntimeOpt,
     TokOpt,
-    capacity_label,
     fmt_rate,
     fmt_s,
     int_list,
@@ -26,6 +25,8 @@ from roofline.cli.common import (
     runtime_choice,
     runtime_efficiency,
     runtime_label,
+    runtime_runs,
+    runtime_sizing,
     store,
     tokens,
     unique_cards,
@@ -38,7 +39,7 @@ from roofline.perf.instead import run_instead
 from roofline.perf.parallel import check_parallel
 from roofline.perf.request import predict
 from roofline.perf.workload import check_context, make_workload
-from roofline.sizing.memory import Deployment, max_concurrency
+from roofline.sizing.memory import max_concurrency
 
 
 def sweep_cmd(
@@ -72,20 +73,21 @@ def sweep_cmd(
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
-    limit = max_concurrency(card, hwc, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
-                            Deployment(wl.tp, wl.pp))
+    held, dep, capacity = runtime_sizing(choice, hwc, wl)
+    limit = max_concurrency(card, held, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens, dep)
     if limit < 1:  # nothing to tabulate: say why and what would fit, in one line
-        fixes = [a["flag"] for a in run_instead(card, hwc, wl.model_copy(update={"batch": 1}), None, eff)]
+        fixes = [a["flag"] for a in run_instead(card, held, wl.model_copy(update={"batch": 1}), None, eff, dep,
+                                                runtime_runs(choice, card, hwc))]
         raise RooflineError(f"{card.name} does not fit on {hwc.name} even at concurrency 1 "
                             f"({wl.prompt_tokens + wl.output_tokens:,} tokens per request); "
                             + (f"try {' or '.join(fixes)}" if fixes else "see `roofline fits`"))
     b = np.array(levels, float)
-    v = sweep_arrays(card, hwc, wl, b, np.full_like(b, wl.prompt_tokens), eff=eff)
+    v = sweep_arrays(card, held, wl, b, np.full_like(b, wl.prompt_tokens), eff=eff, dep=dep)
     rows = [{"concurrency": n, **{k: float(v[k][i]) for k in v if k != "fits_in_memory"},
              "fits_in_memory": bool(v["fits_in_memory"][i])} for i, n in enumerate(levels)]
     note = (f"memory runs out above {limit} concurrent requests of {wl.prompt_tokens + wl.output_tokens:,} tokens: "
             f"weights {rows[0]['weights_bytes'] / 1e9:,.1f} GB + KV {(rows[0]['kv_bytes'] / levels[0]) / 1e9:,.3f} GB "
-            f"per request on {capacity_label(hwc.memory.capacity_bytes, hwc.memory.capacity_binary)} "
+            f"per request on {capacity} "
             "(see `roofline fits` for every line)")
     data = {"model": card.name, "hardware": hwc.name, "runtime": runtime_label(choice), "prompt_tokens": wl.prompt_tokens,
             "output_tokens": wl.output_tokens, "max_concurrency": limit,
@@ -183,8 +185,10 @@ def compare_cmd(
                            batch=batch, quant=q, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
         for h in hws:
             eff = runtime_efficiency(choice, card, h, wl)
-            p = predict(card, h, wl, eff=eff)
-            runs.append((p, [] if p.fits_in_memory else run_instead(card, h, wl, None, eff)))
+            held, dep, _ = runtime_sizing(choice, h, wl)
+            p = predict(card, held, wl, eff=eff, dep=dep)
+            runs.append((p, [] if p.fits_in_memory else run_instead(card, held, wl, None, eff, dep,
+                                                                    runtime_runs(choice, card, h))))
     preds = [p for p, _ in runs]
     data = [{**p.model_dump(exclude={"phases"}), "instead": alt} for p, alt in runs]
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),

@@ -83,6 +83,8 @@ def _weights(config: dict, notes: list[str]) -> dict[str, str]:
     if isinstance(config.get("quantization"), dict) and not (isinstance(qc, dict) and qc.get("quant_method")):
         return _mlx_weights(config["quantization"], base, notes)
     if not isinstance(qc, dict):
+        if qc is not None:
+            notes.append(f"quantization_config is {type(qc).__name__}, not a mapping; weights at {base} (use --quant)")
         return {"default": base}
     method = str(qc.get("quant_method", "")).lower()
     if method == "fp8":

@@ -17,16 +17,16 @@ METRICS = ("ttft_s", "itl_s", "e2e_s", "prefill_tok_s", "decode_tok_s", "decode_
 
 
 def sweep_arrays(card: ModelCard, hw: HardwareCard, wl: Workload, batch, prompt, ceiling: bool = False,
-                 eff: Efficiency | None = None) -> dict:
+                 eff: Efficiency | None = None, dep: Deployment | None = None) -> dict:
     """Metrics and memory at every point of equal-shape `batch` and `prompt` arrays (one numpy pass); `eff`: a
-    runtime's efficiency (default: the card's generic one)."""
+    runtime's efficiency (default: the card's generic one); `dep`: its memory sizing, as `predict` takes it."""
     batch = np.asarray(batch, dtype=float)
     prompt = np.asarray(prompt, dtype=float)
     eff = eff or expected_efficiency(hw)
     eff = ceiling_for(eff) if ceiling else eff
     values, _, _ = request_metrics(card, hw, wl, eff, batch=batch, prompt=prompt)
     budget = memory_budget(card, hw, wl.quant, wl.kv_quant, prompt + wl.context_tokens + wl.output_tokens, batch,
-                           Deployment(wl.tp, wl.pp))
+                           dep or Deployment(wl.tp, wl.pp))
     values.update(weights_bytes=np.full(batch.shape, budget.weights_bytes), kv_bytes=budget.kv_bytes,
                   memory_per_gpu_bytes=budget.total_bytes, fits_in_memory=budget.fits)
     return values

@@ -279,8 +279,10 @@ def check_speculation(card: ModelCard, wl: Workload, draft: ModelCard | None) ->
 
 
 def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | None = None,
-            eff: Efficiency | None = None) -> Prediction:
-    """Predict one request shape (batch sequences of prompt -> output tokens) on one card, both modes."""
+            eff: Efficiency | None = None, dep: Deployment | None = None) -> Prediction:
+    """Predict one request shape (batch sequences of prompt -> output tokens) on one card, both modes. `dep`: how a
+    runtime sizes memory (its KV block and step tokens; `hw` then holds the share of memory it takes); default
+    the generic deployment over the workload's GPUs."""
     check_parallel(card, hw, wl.tp, wl.pp)
     check_context(card.architecture.max_context, card.name, wl)
     check_speculation(card, wl, draft)
@@ -290,19 +292,20 @@ def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | 
     fmts = Formats(card, hw, wl.quant, wl.kv_quant)
     tokens = wl.context_tokens + wl.prompt_tokens + wl.output_tokens
     whole = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(block_tokens=1))
-    per_gpu = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(wl.tp, wl.pp))
+    dep = dep or Deployment(wl.tp, wl.pp)
+    per_gpu = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, dep)
     weights, kv = whole.weights_bytes, float(whole.kv_bytes)
     total_per_gpu = float(per_gpu.total_bytes)
     if draft is not None:  # the draft model is resident beside the target: its weights and its own KV cache
         d_whole = memory_budget(draft, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(block_tokens=1))
-        d_gpu = memory_budget(draft, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(wl.tp, wl.pp))
+        d_gpu = memory_budget(draft, hw, wl.quant, wl.kv_quant, tokens, wl.batch, dep)
         weights, kv = weights + d_whole.weights_bytes, kv + float(d_whole.kv_bytes)
         total_per_gpu += d_gpu.weights_bytes + float(d_gpu.kv_bytes)
     phases = {"prefill": _report(pre, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts")),
               "decode": _report(dec, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts"),
                                 1.0 / wl.tokens_per_verify)}
     return Prediction(
-        model=card.name, hardware=hw.name, quant=wl.quant or "+".join(dict.fromkeys(card.weights.values())),
+        model=card.name, hardware=hw.name, quant=fmts.weights_label,
         kv_quant=wl.kv_quant, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens, batch=wl.batch,
         spec_tokens=wl.spec_tokens, accept_rate=wl.accept_rate, draft=draft.name if draft is not None else None,
         cached_tokens=wl.context_tokens, gpus=wl.tp * wl.pp, tp=wl.tp, pp=wl.pp,

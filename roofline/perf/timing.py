@@ -77,21 +77,31 @@ def gemv_bandwidth(hw: HardwareCard, eff: Efficiency) -> float:
     return rate
 
 
-def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num) -> Num:
+def compute_seconds(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num, gemv_share: Num | None = None) -> Num:
     """FLOPs / (peak x efficiency). GEMMs with M rows pay for rows padded to `gemm_min_tokens` and reach
     M / (M + gemm_half_tokens) of their large-GEMM efficiency (never below `gemm_floor`); up to `gemv_max_tokens`
-    rows they run as matrix-vector kernels, which neither pad nor ramp. Non-GEMM kernels (attention core, norms)
-    run at the `attention` efficiency, recurrent scans at `scan` (default `attention`)."""
+    rows they run as matrix-vector kernels, which neither pad nor ramp. A padded GEMM runs the tile's rows, so it
+    ramps as that many rows do (fewer rows never cost more than the tile). A MoE op's experts split as its
+    bandwidth does: `gemv_share` of them run matrix-vector kernels, the rest GEMMs of more than `gemv_max_tokens`
+    rows. Non-GEMM kernels (attention core, norms) run at the `attention` efficiency, recurrent scans at `scan`
+    (default `attention`)."""
     if not op.gemm:
         scan = op.op_class == "mamba" and eff.scan is not None
         return op.flops / (_peak(hw, op.dtype) * (eff.scan if scan else eff.attention))
     m = np.maximum(tokens if op.gemm_tokens is None else op.gemm_tokens, 1e-9)
-    gemv = m <= eff.gemv_max_tokens  # matrix-vector kernels: no tile to pad, bandwidth-bound, no ramp
-    padding = np.where(gemv, 1.0, np.maximum(1.0, eff.gemm_min_tokens / m))
-    ramp = np.maximum(m / (m + eff.gemm_half_tokens), eff.gemm_floor) if eff.gemm_half_tokens else 1.0
-    ramp = np.where(gemv, 1.0, ramp)
     dtype = eff.kernel_dtype(op.weight_format, op.dtype, hw.supported_dtypes)
-    return op.flops * padding / (_peak(hw, dtype) * eff.compute_for(dtype, op.weight_format) * ramp)
+    full_rate_s = op.flops / (_peak(hw, dtype) * eff.compute_for(dtype, op.weight_format))
+    if gemv_share is not None:
+        gemm_rows = np.maximum(m, np.floor(eff.gemv_max_tokens) + 1)
+        return full_rate_s * (gemv_share + (1 - gemv_share) * _tile_cost(gemm_rows, eff))
+    return full_rate_s * np.where(m <= eff.gemv_max_tokens, 1.0, _tile_cost(m, eff))
+
+
+def _tile_cost(m: Num, eff: Efficiency) -> Num:
+    """A GEMM of M rows over one at its large-GEMM rate: the rows padded to the tile, at the ramp of the rows run."""
+    rows = np.maximum(m, eff.gemm_min_tokens)
+    ramp = np.maximum(rows / (rows + eff.gemm_half_tokens), eff.gemm_floor) if eff.gemm_half_tokens else 1.0
+    return rows / m / ramp
 
 
 def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequences: Num = 0,
@@ -112,7 +122,7 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         moved = op.bytes + score_bytes(op, hw, eff)
         # the matrix-vector share of a MoE op's experts, once for both bandwidth and the cost per expert
         share = expert_gemv_share(op, eff, tokens) if op.routing is not None else None
-        c, m = compute_seconds(op, hw, eff, tokens), moved / bandwidth(op, hw, eff, tokens, share)
+        c, m = compute_seconds(op, hw, eff, tokens, share), moved / bandwidth(op, hw, eff, tokens, share)
         limited = np.maximum(c, m) * op.count
         ovh = launches(op, eff) * kernel_s + expert_gemm_seconds(op, eff, share)
         st.total_s = st.total_s + limited + ovh

@@ -4,6 +4,7 @@ context, more GPUs. `fits` lists them; `predict` and `compare` use them to say w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from roofline.cards.formats import kv_format
 from roofline.cards.hardware import HardwareCard
@@ -34,8 +35,13 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:,.2f} GB"
 
 
-def _smaller_weights(card, hw, quant, kv_quant, ctx, n, dep, budget) -> list[Alternative]:
+Runs = Callable[[str, str], bool]  # (weight format, KV format) -> whether the runtime runs them
+
+
+def _smaller_weights(card, hw, quant, kv_quant, ctx, n, dep, budget, runs: Runs) -> list[Alternative]:
     for fmt in SMALLER_FORMATS:
+        if not runs(fmt, kv_quant):
+            continue
         b = memory_budget(card, hw, fmt, kv_quant, ctx, n, dep)
         if b.weights_bytes < budget.weights_bytes and b.fits:
             return [Alternative("--quant", fmt, f"weights {_gb(b.weights_bytes)}, {_gb(b.headroom_bytes)} to spare",
@@ -43,9 +49,9 @@ def _smaller_weights(card, hw, quant, kv_quant, ctx, n, dep, budget) -> list[Alt
     return []
 
 
-def _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep) -> list[Alternative]:
+def _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep, runs: Runs) -> list[Alternative]:
     for kv in SMALLER_KV:
-        if kv_format(kv).bits_per_value < kv_format(kv_quant).bits_per_value:
+        if kv_format(kv).bits_per_value < kv_format(kv_quant).bits_per_value and runs(quant, kv):
             b = memory_budget(card, hw, quant, kv, ctx, n, dep)
             if b.fits:
                 return [Alternative("--kv-quant", kv, f"KV {_gb(float(b.kv_bytes))}, {_gb(b.headroom_bytes)} to spare",
@@ -57,16 +63,20 @@ ALL_OPTIONS = ("--quant", "--kv-quant", "--concurrency", "--context", "--gpus")
 
 
 def what_would_fit(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, ctx: int, n: int,
-                   dep: Deployment, budget: Budget, options: tuple[str, ...] = ALL_OPTIONS) -> list[Alternative]:
+                   dep: Deployment, budget: Budget, options: tuple[str, ...] = ALL_OPTIONS,
+                   runs: Runs | None = None) -> list[Alternative]:
     """Each single change among `options` that makes `n` sequences of `ctx` tokens fit (empty when it already
-    fits). `predict` leaves out --context: a request's length is not a knob there (and its search is the costly one)."""
+    fits); a smaller format only where `runs` says the runtime runs it (None: any). `predict` leaves out
+    --context: a request's length is not a knob there (and its search is the costly one)."""
     if budget.fits:
         return []
-    out = _smaller_weights(card, hw, quant, kv_quant, ctx, n, dep, budget) if "--quant" in options else []
-    out += _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep) if "--kv-quant" in options else []
+    runs = runs or (lambda _weights, _kv: True)
+    out = _smaller_weights(card, hw, quant, kv_quant, ctx, n, dep, budget, runs) if "--quant" in options else []
+    out += _smaller_kv(card, hw, quant, kv_quant, ctx, n, dep, runs) if "--kv-quant" in options else []
     users = max_concurrency(card, hw, quant, kv_quant, ctx, dep) if "--concurrency" in options and n > 1 else 0
     if 0 < users < n:
-        out.append(Alternative("--concurrency", str(users), f"at most {users} sequences of {ctx:,} tokens fit",
+        plural = "s" if users > 1 else ""
+        out.append(Alternative("--concurrency", str(users), f"at most {users} sequence{plural} of {ctx:,} tokens fit",
                                {"batch": users}))
     longest = max_context(card, hw, quant, kv_quant, n, dep) if "--context" in options else 0
     if 0 < longest < ctx:

@@ -32,6 +32,15 @@ class Formats:
     def component_format(self, component: str) -> str:
         return component_format(self.card, component, self._quant)
 
+    @property
+    def weights_label(self) -> str:
+        """The weight formats as run: the --quant given, else the checkpoint's layout ('bf16+fp8'), marked as
+        shipped where --quant named one of its formats (DeepSeek-V3 `--quant bf16` is its FP8 checkpoint)."""
+        if self._quant is not None:
+            return self.quant
+        shipped = "+".join(dict.fromkeys(self.card.weights.values()))
+        return shipped if self.quant in (None, shipped) else f"{shipped} (as shipped)"
+
     def dtype(self, component: str) -> str:
         return math_dtype(weight_format(self.component_format(component)), self.hw.supported_dtypes)
 

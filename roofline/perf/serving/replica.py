@@ -47,14 +47,21 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
     if room <= 0:
         raise RooflineError(f"{card.name} does not fit {hw.name} x{wl.tp * wl.pp}: weights "
                             f"{budget.weights_bytes / 1e9:,.1f} GB per GPU + activations and runtime exceed "
-                            f"{policy.gpu_memory_utilization:.0%} of {hw.memory.capacity_bytes / 1e9:,.1f} GB; use more "
-                            f"--gpus or a smaller --quant")
+                            f"{policy.gpu_memory_utilization:.0%} of {hw.memory.capacity_bytes / 1e9:,.1f} GB "
+                            f"({_share_source(policy)}); use more --gpus or a smaller --quant")
     if per_block <= 0:
         return UNBOUNDED_BLOCKS
     blocks = int(room // per_block)
     if blocks < 1:
         raise RooflineError(f"{card.name} on {hw.name}: no room for a KV block after the weights")
     return blocks
+
+
+def _share_source(policy: ServingPolicy) -> str:
+    """Where the share of memory a serving replica takes comes from, for the refusal that cites it."""
+    if policy.name == "generic":
+        return "no --runtime: vLLM's gpu_memory_utilization; --runtime llama.cpp allocates all of it"
+    return f"{policy.name}'s share of the GPU"
 
 
 @dataclass

@@ -1,0 +1,139 @@
+"""A third pass over numbers users act on: small GEMMs padded to a tile, MoE experts split between matrix-vector and
+GEMM kernels, one memory verdict per runtime across commands, alternatives a runtime can run, decimal commas, bounds
+on token options, and what an importer assumed. Each case states the rule it checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hostile import CONFIG, cli, ok, refused
+
+from roofline.cards.store import CardStore
+from roofline.cards.units import QuantityError, parse_quantity, parse_tokens
+from roofline.cli.common import fmt_margin
+from roofline.perf.efficiency import Efficiency
+from roofline.perf.ops import Op
+from roofline.perf.timing import compute_seconds
+
+
+def _json(capsys, *args) -> dict:
+    return json.loads(ok(cli(capsys, *args, "--json")))
+
+
+def test_a_gemm_padded_to_its_tile_costs_what_the_tile_costs():
+    """9 rows padded to a 16-row tile run the tile: as long as 16 rows, never longer (the ramp was taken at 9 rows on
+    top of the padding, so 9 tokens cost 1.57x what 16 did)."""
+    hw = CardStore().hardware("rtx-3090")
+    eff = Efficiency(compute=0.5, gemm_min_tokens=16, gemm_half_tokens=44)
+    t9, t16, t32 = (float(compute_seconds(Op("ffn", "ffn", "bf16", flops=2e9 * m), hw, eff, m)) for m in (9, 16, 32))
+    assert t9 == pytest.approx(t16, rel=1e-12)
+    assert t16 < t32
+
+
+def test_a_longer_prompt_never_has_a_shorter_ttft_below_the_tile(capsys):
+    ttft = [_json(capsys, "predict", "-m", "llama-3.1-8b", "--hw", "rtx-3090", "--runtime", "llama.cpp", "--quant",
+                  "q4_k_m", "--prompt", str(n), "--output", "1")["ttft_s"] for n in (9, 12, 16, 24)]
+    assert ttft == sorted(ttft)
+
+
+def test_moe_experts_split_compute_as_they_split_bandwidth(capsys):
+    """At 64 sequences gpt-oss-20b's experts average just over 8 tokens (llama.cpp's matrix-vector limit): every
+    expert had been charged a padded, ramped GEMM while 59% still ran matrix-vector kernels; the step read 3x the
+    step at 60 sequences."""
+    itl = {b: _json(capsys, "predict", "-m", "gpt-oss-20b", "--hw", "a10", "--runtime", "llama.cpp", "--batch",
+                    str(b))["itl_s"] for b in (60, 64)}
+    assert itl[64] < 1.2 * itl[60]
+
+
+def test_predict_and_fits_give_one_verdict_under_a_preallocating_runtime(capsys):
+    """vLLM takes 90% of the L4's 24 GB: a 32k-token request that `fits --runtime vllm` refuses is refused by
+    `predict --runtime vllm` too (it had said 'fits' against the whole card)."""
+    fits = _json(capsys, "fits", "-m", "llama-3.1-8b", "--hw", "l4", "--runtime", "vllm", "--context", "32k")
+    pred = _json(capsys, "predict", "-m", "llama-3.1-8b", "--hw", "l4", "--runtime", "vllm", "--prompt", "31k",
+                 "--output", "1k")
+    assert not fits["fits"] and not pred["fits_in_memory"]
+    assert pred["memory_capacity_bytes"] == pytest.approx(0.9 * 24e9)
+    out = cli(capsys, "predict", "-m", "llama-3.1-8b", "--hw", "l4", "--runtime", "vllm", "--prompt", "31k",
+              "--output", "1k")[1]
+    assert "does NOT fit" in out.splitlines()[0] and "90% of 24.0 GB" in out
+
+
+def test_predict_at_fits_max_context_fits_under_a_per_token_runtime(capsys):
+    """llama.cpp's KV is a ring of single-token cells: the max context `fits` reports fits in `predict` (which had
+    rounded it up to 16-token blocks and found it 655 kB short)."""
+    args = ("-m", "llama-3.1-8b", "--hw", "rtx-3060-12g", "--runtime", "llama.cpp", "--quant", "q4_k_m")
+    longest = _json(capsys, "fits", *args)["max_context"]
+    assert _json(capsys, "predict", *args, "--prompt", str(longest - 200), "--output", "200")["fits_in_memory"]
+    assert not _json(capsys, "predict", *args, "--prompt", str(longest - 199), "--output", "200")["fits_in_memory"]
+
+
+def test_what_would_fit_offers_only_formats_the_runtime_runs(capsys):
+    args = ("-m", "llama-3.1-8b", "--hw", "rtx-3060-12g", "--runtime", "vllm")
+    suggestions = _json(capsys, "fits", *args)["suggestions"]
+    quants = [s.split()[1].rstrip(":") for s in suggestions if s.startswith("--quant")]
+    assert quants and not {"q6_k", "q4_k_m", "q8_0"} & set(quants)
+    for q in quants:
+        assert _json(capsys, "fits", *args, "--quant", q)["fits"]
+
+
+def test_the_margin_is_never_rounded_to_zero():
+    assert fmt_margin(1.2e9) == "1.20 GB"
+    assert fmt_margin(-85e3) == "85 kB"
+    assert fmt_margin(3.4e6) == "3 MB"
+
+
+@pytest.mark.parametrize("text, kind", [("24,5 GB", "bytes"), ("1,5 TB/s", "bytes_per_s"), ("1,00", "bytes"),
+                                        ("1,0,0,0", "bytes"), (",1000", "bytes")])
+def test_a_decimal_comma_is_refused_not_read_as_a_bigger_number(text, kind):
+    with pytest.raises(QuantityError, match="decimals with '.'"):
+        parse_quantity(text, kind)
+
+
+def test_commas_grouping_thousands_still_read():
+    assert parse_quantity("1,008 GB/s", "bytes_per_s") == 1.008e12
+    assert parse_quantity("1,000.5 GB", "bytes") == 1.0005e12
+    assert parse_tokens("2,048") == 2048
+    assert parse_quantity("10 μs", "seconds") == parse_quantity("10 µs", "seconds")  # Greek mu, micro sign
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("predict", "-m", "llama-3.1-8b", "--hw", "h100", "--prompt", "1,5k"), "decimals"),
+    (("predict", "-m", "llama-3.1-8b", "--hw", "h100", "--cached-tokens", "-1"), ">= 0"),
+    (("fits", "-m", "llama-3.1-8b", "--hw", "h100", "--context", "1e30"), "at most 100,000,000"),
+    (("fits", "-m", "llama-3.1-8b", "--hw", "h100", "--max-step-tokens", "10000000000"), "--max-step-tokens"),
+    (("fits", "-m", "llama-3.1-8b", "--hw", "h100", "--runtime-memory", "2,5 GB"), "decimals"),
+])
+def test_token_and_byte_options_refuse_what_they_would_misread(args, needle, capsys):
+    refused(cli(capsys, *args), needle)
+
+
+def test_a_config_json_read_in_place_says_what_the_importer_assumed(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**CONFIG, "quantization_config": {"quant_method": "gptq", "bits": 3}}))
+    code, out, err = cli(capsys, "predict", "-m", path, "--hw", "h100-sxm", "--json")
+    assert code == 0 and json.loads(out)
+    assert "warning:" in err and "gptq with bits 3 not modelled" in err
+    path.write_text(json.dumps({**CONFIG, "quantization_config": "gptq"}))
+    assert "not a mapping" in cli(capsys, "predict", "-m", path, "--hw", "h100-sxm")[2]
+
+
+def test_a_header_without_rows_is_named_as_such(tmp_path, capsys):
+    path = tmp_path / "h.csv"
+    path.write_text("id,source,hardware,engine,model,params_b,weight_quant,kv_dtype,isl,osl,batch,tp,metric,value,"
+                    "unit,notes,hw_card,model_card,gpus\n")
+    refused(cli(capsys, "validate", "--published", path), "no rows")
+
+
+def test_a_format_the_card_ships_is_labelled_as_shipped(capsys):
+    """`--quant bf16` on DeepSeek-V3 sizes its FP8 checkpoint (the documented 'as shipped' rule): the label says so
+    instead of 'bf16'."""
+    p = _json(capsys, "predict", "-m", "deepseek-v3", "--hw", "h200", "--gpus", "8", "--quant", "bf16")
+    assert p["quant"] == "fp8+bf16 (as shipped)"
+    forced = _json(capsys, "predict", "-m", "deepseek-v3", "--hw", "h200", "--gpus", "8", "--quant", "default=bf16")
+    assert forced["quant"] == "default=bf16" and forced["weights_bytes"] > 1.9 * p["weights_bytes"]
+
+
+def test_serve_without_an_slo_claims_no_goodput(capsys):
+    out = ok(cli(capsys, "serve", "-m", "qwen2.5-7b", "--hw", "h100", "--rate", "2", "--requests", "20"))
+    assert "no SLO given" in out and "within the SLO" not in out
