@@ -6,6 +6,16 @@ import difflib
 from typing import Mapping, Sequence
 
 
+def shown(value: object, limit: int = 40) -> str:
+    """A value as an error line quotes it, never longer than `limit` characters: repr, or 'a 401-digit number'."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"a {len(str(abs(value)))}-digit number"
+    return text[: limit - 3] + "..."
+
+
 class RooflineError(Exception):
     """An error caused by the user's input (a name, a card, an option). Never a bug."""
 

@@ -59,6 +59,15 @@ def test_predict_and_fits_give_one_verdict_under_a_preallocating_runtime(capsys)
     assert "does NOT fit" in out.splitlines()[0] and "90% of 24.0 GB" in out
 
 
+def test_plots_size_memory_as_fits_does(tmp_path, capsys):
+    args = ("-m", "llama-3.1-8b", "--hw", "l4", "--runtime", "vllm")
+    fits = _json(capsys, "fits", *args, "--context", "8704")
+    sweep = _json(capsys, "plot", "sweep", *args, "--prompt", "8k", "-o", tmp_path / "s.png")
+    memory = _json(capsys, "plot", "memory", *args, "--context", "8704", "-o", tmp_path / "m.png")
+    assert sweep["max_concurrency"] == fits["max_concurrency"]
+    assert memory["hardware"]["l4"]["capacity"] == pytest.approx(0.9 * 24e9)
+
+
 def test_predict_at_fits_max_context_fits_under_a_per_token_runtime(capsys):
     """llama.cpp's KV is a ring of single-token cells: the max context `fits` reports fits in `predict` (which had
     rounded it up to 16-token blocks and found it 655 kB short)."""
@@ -103,8 +112,10 @@ def test_commas_grouping_thousands_still_read():
     (("fits", "-m", "llama-3.1-8b", "--hw", "h100", "--context", "1e30"), "at most 100,000,000"),
     (("fits", "-m", "llama-3.1-8b", "--hw", "h100", "--max-step-tokens", "10000000000"), "--max-step-tokens"),
     (("fits", "-m", "llama-3.1-8b", "--hw", "h100", "--runtime-memory", "2,5 GB"), "decimals"),
+    (("predict", "-m", "llama-3.1-8b", "--hw", "h100", "--quant", "ffn="), "no format after '='"),
+    (("fits", "-m", "llama-3.1-8b", "--hw", "h100", "--runtime-memory", ""), "'2 GB'"),
 ])
-def test_token_and_byte_options_refuse_what_they_would_misread(args, needle, capsys):
+def test_options_refuse_what_they_would_misread(args, needle, capsys):
     refused(cli(capsys, *args), needle)
 
 
@@ -137,3 +148,11 @@ def test_a_format_the_card_ships_is_labelled_as_shipped(capsys):
 def test_serve_without_an_slo_claims_no_goodput(capsys):
     out = ok(cli(capsys, "serve", "-m", "qwen2.5-7b", "--hw", "h100", "--rate", "2", "--requests", "20"))
     assert "no SLO given" in out and "within the SLO" not in out
+
+
+def test_a_huge_config_number_is_described_not_printed(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**CONFIG, "vocab_size": 10**400}))
+    code, _, err = cli(capsys, "predict", "-m", path, "--hw", "h100-sxm")
+    refused((code, "", err), "vocab_size", "401-digit number")
+    assert len(err) < 300

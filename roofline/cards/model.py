@@ -21,6 +21,7 @@ from roofline.cards.schema import (
     card_name,
 )
 from roofline.cards.units import MAX_QUANTITY
+from roofline.errors import shown
 
 # full / sliding: GQA; chunked: Llama-4 local attention inside fixed chunks; mla: DeepSeek latent attention;
 # compressed: DeepSeek-V4 CSA/HCA (pooled KV); mamba1 / mamba2 / deltanet: recurrent mixers with a constant state;
@@ -42,6 +43,8 @@ def parse_weight_spec(spec: str, what: str = "--quant") -> dict[str, str]:
             raise RooflineError(f"{what}: {part!r} names no component before '='; write {fmt.strip() or 'q4_k_m'} "
                                 f"alone, or component=format (experts={fmt.strip() or 'mxfp4'})")
         component = component.strip() or "default"
+        if eq and not fmt.strip():  # 'ffn=': a component with no format after '='
+            raise RooflineError(f"{what}: {part!r} names no format after '='; write {component}=q4_k_m")
         if component not in ("default", *COMPONENTS):
             raise RooflineError(f"{what}: unknown component '{component}' in {spec!r}; use default or one of "
                                 f"{', '.join(COMPONENTS)}")
@@ -389,8 +392,7 @@ class ModelCard(Strict):
             if component not in COMPONENTS:
                 raise ValueError(f"unknown component '{component}'; use one of {', '.join(COMPONENTS)}")
             if not 0 <= n <= MAX_QUANTITY:
-                shown = str(n) if len(str(n)) <= 24 else f"a {len(str(n))}-digit number"
-                raise ValueError(f"'{component}' bytes must be between 0 and {MAX_QUANTITY:g}, got {shown}")
+                raise ValueError(f"'{component}' bytes must be between 0 and {MAX_QUANTITY:g}, got {shown(n)}")
         return v
 
     @property

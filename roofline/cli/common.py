@@ -9,8 +9,8 @@ import typer
 
 from roofline.cards.files import check_output_file
 from roofline.cards.store import CardStore
-from roofline.cli.output import warn
 from roofline.cards.units import DECIMAL_COMMA_HINT, QuantityError, parse_tokens
+from roofline.cli.output import warn
 from roofline.errors import RooflineError, UnknownNameError
 from roofline.importers import open_store
 from roofline.perf.efficiency import Efficiency, check_runtime_supports, expected_efficiency

@@ -21,9 +21,9 @@ from roofline.cli.common import (
     kv_default,
     model_and_quant,
     runtime_choice,
+    runtime_label,
     runtime_policy,
     runtime_runs,
-    runtime_label,
     store,
     tokens,
 )
@@ -33,7 +33,6 @@ from roofline.perf.efficiency import check_runtime_supports
 from roofline.perf.parallel import check_parallel
 from roofline.perf.workload import MAX_COUNT, make_workload
 from roofline.sizing.alternatives import what_would_fit
-from roofline.sizing.precision import Formats
 from roofline.sizing.memory import (
     BLOCK_TOKENS,
     MAX_STEP_TOKENS,
@@ -45,6 +44,7 @@ from roofline.sizing.memory import (
     min_gpus,
     runtime_memory_view,
 )
+from roofline.sizing.precision import Formats
 
 
 def _gb(n: float) -> str:
@@ -87,7 +87,8 @@ def fits_cmd(
         raise RooflineError(f"--max-step-tokens: at most {MAX_COUNT:,} tokens a step (vLLM: 8,192), got "
                             f"{max_step_tokens}")
     if runtime_memory is not None and not re.search(r"[a-z]", runtime_memory, re.I):  # '2' is not 2 bytes
-        raise RooflineError(f"--runtime-memory {runtime_memory!r}: give a unit, e.g. '{runtime_memory.strip()} GB'")
+        raise RooflineError(f"--runtime-memory {runtime_memory!r}: give a size with its unit, e.g. "
+                            f"'{runtime_memory.strip() or 2} GB'")
     try:
         runtime_bytes = None if runtime_memory is None else parse_quantity(runtime_memory, "bytes")
     except QuantityError as err:

@@ -28,6 +28,7 @@ from roofline.cli.common import (
     runtime_choice,
     runtime_efficiency,
     runtime_label,
+    runtime_sizing,
     store,
     tokens,
     unique_cards,
@@ -85,7 +86,8 @@ def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
                        quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     check_parallel(card, hwc, wl.tp, wl.pp)
     eff = runtime_efficiency(choice, card, hwc, wl)
-    data = _plots().plot_sweep(card, hwc, wl, int_list("--concurrency", concurrency), image_path(out), eff)
+    held, dep, _ = runtime_sizing(choice, hwc, wl)
+    data = _plots().plot_sweep(card, held, wl, int_list("--concurrency", concurrency), image_path(out), eff, dep)
     _done(out, {"runtime": runtime_label(choice), **data}, as_json)
 
 
@@ -103,7 +105,9 @@ def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="H
     for h in hws:
         check_parallel(card, h, wl.tp, wl.pp)
         runtime_efficiency(choice, card, h, wl)  # the runtime runs this hardware and these formats
-    data = _plots().plot_memory(card, hws, wl, tokens("--context", context), image_path(out))
+    sized = [runtime_sizing(choice, h, wl)[:2] for h in hws]
+    data = _plots().plot_memory(card, [h for h, _ in sized], wl, tokens("--context", context), image_path(out),
+                                [d for _, d in sized])
     _done(out, {"runtime": runtime_label(choice), "hardware": data}, as_json)
 
 

@@ -136,7 +136,8 @@ def render_serve(d: dict):
                else "goodput: no SLO given (--slo-ttft, --slo-itl)")
     yield (f"throughput {d['requests_per_s']:.2f} req/s · output {fmt_rate(d['output_tok_s'])} tok/s "
            f"({fmt_rate(d['output_tok_s_per_gpu'])} per GPU) · total {fmt_rate(d['total_tok_s'])} tok/s · "
-           f"{goodput} · preemptions {d['preemptions']} · KV pool {d['kv_pool_tokens_per_replica']:,} tokens per replica")
+           f"{goodput} · preemptions {d['preemptions']} · KV pool {d['kv_pool_tokens_per_replica']:,} tokens per "
+           "replica")
     if d.get("overloaded"):
         yield (f"[yellow]overloaded: requests arrive at {d['rate_per_s']:g}/s and the queue keeps growing (served "
                f"{d['requests_per_s']:.2f}/s); TTFT grows with --requests (`roofline capacity` finds the rate that "

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from roofline.cards.schema import MAX_CONTEXT, MAX_LAYERS
-from roofline.errors import CardError
+from roofline.errors import CardError, shown
 
 _MISSING = object()
 # torch dtype names in configs -> roofline format names
@@ -63,9 +63,9 @@ class _Fields:
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) <= MAX_CONTEXT \
                 or value != int(value):
-            raise self.error(key, f"must be an integer of at most {MAX_CONTEXT:,}, got {value!r}")
+            raise self.error(key, f"must be an integer of at most {MAX_CONTEXT:,}, got {shown(value)}")
         if "layers" in key and not 0 <= value <= MAX_LAYERS:  # the importer builds one entry per layer
-            raise self.error(key, f"must be between 0 and {MAX_LAYERS}, got {value!r}")
+            raise self.error(key, f"must be between 0 and {MAX_LAYERS}, got {shown(value)}")
         return int(value)
 
     def float(self, *keys: str, default: Any = _MISSING) -> float:

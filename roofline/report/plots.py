@@ -112,13 +112,14 @@ def plot_roofline(card: ModelCard, hw: HardwareCard, wl: Workload, path: Path, e
 
 
 def plot_sweep(card: ModelCard, hw: HardwareCard, wl: Workload, levels: list[int], path: Path,
-               eff: Efficiency | None = None) -> dict:
-    """Aggregate and per-request decode tok/s against concurrency, with the memory limit marked."""
+               eff: Efficiency | None = None, dep: Deployment | None = None) -> dict:
+    """Aggregate and per-request decode tok/s against concurrency, with the memory limit marked (`dep`: the
+    runtime's memory sizing, as `predict` takes it)."""
     plt = _pyplot()
     b = np.array(levels, float)
-    v = sweep_arrays(card, hw, wl, b, np.full_like(b, wl.prompt_tokens), eff=eff)
-    limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
-                            Deployment(wl.tp, wl.pp))
+    dep = dep or Deployment(wl.tp, wl.pp)
+    v = sweep_arrays(card, hw, wl, b, np.full_like(b, wl.prompt_tokens), eff=eff, dep=dep)
+    limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens, dep)
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
     ok = v["fits_in_memory"]
     ax.plot(b[ok], v["decode_tok_s_aggregate"][ok], "o-", color="tab:blue", label="aggregate tok/s")
@@ -146,15 +147,17 @@ def plot_sweep(card: ModelCard, hw: HardwareCard, wl: Workload, levels: list[int
             "per_request_tok_s": v["decode_tok_s"].tolist(), "fits": ok.tolist(), "max_concurrency": limit}
 
 
-def plot_memory(card: ModelCard, hws: list[HardwareCard], wl: Workload, context: int, path: Path) -> dict:
-    """A stacked budget bar per hardware card against its capacity."""
+def plot_memory(card: ModelCard, hws: list[HardwareCard], wl: Workload, context: int, path: Path,
+                deps: list[Deployment] | None = None) -> dict:
+    """A stacked budget bar per hardware card against its capacity; `deps`: each card's memory sizing under the
+    runtime (the cards then hold the share of memory it takes), as `predict` takes them."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(hws) + 3), 5.5), dpi=110)
     parts = ("weights", "kv", "activations", "runtime", "reserved")
     colors = ("tab:blue", "tab:orange", "tab:green", "tab:gray", "tab:brown")
     out = {}
-    for i, hw in enumerate(hws):
-        b = memory_budget(card, hw, wl.quant, wl.kv_quant, context, wl.batch, Deployment(wl.tp, wl.pp))
+    for i, (hw, dep) in enumerate(zip(hws, deps or [Deployment(wl.tp, wl.pp)] * len(hws))):
+        b = memory_budget(card, hw, wl.quant, wl.kv_quant, context, wl.batch, dep)
         values = dict(zip(parts, (b.weights_bytes, float(b.kv_bytes), float(b.activations_bytes), b.runtime_bytes,
                                   b.reserved_bytes)))
         bottom = 0.0
