@@ -19,7 +19,8 @@ def check_dtype(name: str | None) -> None:
 
 def load():
     """The engine's torch modules, imported on first use: `.engine` (LLMEngine), `.bench`, `.microbench`, `.device`,
-    `.EngineError` and `.resolve_device(name)`. Without torch: one line naming the extra to install."""
+    `.EngineError`, `.resolve_device(name)` and `.check_world(ranks, device)`. Without torch: one line naming the
+    extra to install."""
     from types import SimpleNamespace
 
     from roofline.errors import RooflineError
@@ -39,8 +40,14 @@ def load():
         except EngineError as err:
             raise RooflineError(str(err)) from None
 
+    def check_world(world: int, name: str) -> None:
+        try:
+            device.check_world(world, name)
+        except EngineError as err:
+            raise RooflineError(str(err)) from None
+
     return SimpleNamespace(engine=engine, bench=bench, microbench=microbench, device=device, EngineError=EngineError,
-                           resolve_device=resolve_device)
+                           resolve_device=resolve_device, check_world=check_world)
 
 if __name__ != "roofline.engine":  # a checkout's root on sys.path must not make a second, top-level `engine`
     raise ImportError("the micro-engine is `roofline.engine`; import it under that name")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import sys
 
 import torch
@@ -22,6 +23,15 @@ def resolve(choice: str) -> str:
     if choice == "cuda" and not torch.cuda.is_available():
         raise EngineError("--device cuda: no CUDA device is visible to torch; use --device cpu")
     return choice
+
+
+def check_world(world: int, device: str) -> None:
+    """Refuse `world` ranks that `device` cannot hold, before any work: one per CUDA device, at most one per core."""
+    if device == "cuda" and torch.cuda.device_count() < world:
+        raise EngineError(f"--tp {world}: only {torch.cuda.device_count()} CUDA devices are visible")
+    cores = os.cpu_count() or 1
+    if device == "cpu" and world > max(cores, 2):  # two ranks run (slowly) on one core; thousands do not
+        raise EngineError(f"--tp {world}: a CPU run spawns one process per rank; this host has {cores} cores")
 
 
 def name(device: str) -> str:

@@ -19,6 +19,7 @@ import socket
 
 import torch
 import torch.distributed as dist
+from roofline.engine.device import check_world
 from roofline.engine.model.mamba import Mamba2
 from roofline.engine.model.modules import MLP, Attention, MoE, linear
 from roofline.engine.model.transformer import EngineError, Transformer
@@ -177,8 +178,7 @@ def run_ranks(world: int, device: str, fn, *args):
     """fn(rank, world, device, *args) in `world` spawned processes; rank 0's result. `fn` must be picklable (a
     module-level function). A rank killed by a signal after every rank reported its result crashed in the
     group's teardown, not in the work: the result stands; killed before that, the run fails."""
-    if device == "cuda" and torch.cuda.device_count() < world:
-        raise EngineError(f"--tp {world}: only {torch.cuda.device_count()} CUDA devices are visible")
+    check_world(world, device)
     import torch.multiprocessing as mp
 
     results = mp.get_context("spawn").SimpleQueue()

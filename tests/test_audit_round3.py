@@ -156,3 +156,53 @@ def test_a_huge_config_number_is_described_not_printed(tmp_path, capsys):
     code, _, err = cli(capsys, "predict", "-m", path, "--hw", "h100-sxm")
     refused((code, "", err), "vocab_size", "401-digit number")
     assert len(err) < 300
+
+
+def test_a_trace_plays_every_row_and_an_overloading_trace_is_flagged(tmp_path, capsys):
+    """A trace was cut at 1,000 rows without a word, and one arriving at 200/s where the fleet serves 10/s was never
+    flagged (only --rate was)."""
+    path = tmp_path / "hot.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{i / 200:.4f},2000,300\n"
+                                                                       for i in range(1200)))
+    args = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm", "--trace", path)
+    whole = _json(capsys, *args)
+    assert whole["requests"] == 1200 and whole["overloaded"] and "trace_cut_at" not in whole
+    assert whole["goodput_requests_per_s"] is None and whole["slo_attainment"] is None  # no SLO given
+    cut = _json(capsys, *args, "--requests", "300")
+    assert cut["requests"] == 300 and cut["trace_cut_at"] == 300
+
+
+def test_a_checkpoint_name_carries_its_layout_into_serve_and_the_python_api(capsys):
+    import roofline
+
+    name = "nvidia/Gemma-4-31B-IT-NVFP4"
+    served = _json(capsys, "serve", "-m", name, "--hw", "dgx-spark", "--runtime", "vllm", "--concurrency", "1",
+                   "--requests", "3")
+    predicted = _json(capsys, "predict", "-m", name, "--hw", "dgx-spark", "--runtime", "vllm")
+    assert served["quant"] == predicted["quant"] == "ffn=nvfp4,default=bf16"
+    assert roofline.predict(name, "dgx-spark").quant == "ffn=nvfp4,default=bf16"
+    assert roofline.predict(name, "dgx-spark").itl_s < 0.6 * roofline.predict("gemma-4-31b", "dgx-spark").itl_s
+
+
+def test_calibrate_refuses_more_ranks_than_the_host_holds_before_measuring(tmp_path, capsys):
+    refused(cli(capsys, "calibrate", "--device", "cpu", "--tp", "10000", "--grid", "smoke", "--out", tmp_path),
+            "--tp 10000", "cores")
+
+
+def test_overload_is_read_off_the_whole_fleet(capsys):
+    """Four replicas each loaded as one overloaded replica is: the flag had read one replica's queue against the
+    fleet's arrivals and missed it."""
+    base = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm", "--prompt", "2000", "--output",
+            "300")
+    assert _json(capsys, *base, "--rate", "48", "--requests", "3000", "--replicas", "4")["overloaded"]
+    assert not _json(capsys, *base, "--rate", "20", "--requests", "1000", "--replicas", "4")["overloaded"]
+
+
+def test_kv_hand_offs_share_their_link(capsys):
+    """Each prefill replica's transfers queue on its link: 2 Gbit/s carries at most ~1 request/s of 2,000-token
+    prompts (262 MB of KV each) per replica, where every transfer had had the link to itself."""
+    rates = [_json(capsys, "serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm", "--rate", "20",
+                   "--prompt", "2000", "--output", "300", "--requests", "200", "--disagg", "2:2", "--network-gbps",
+                   str(g))["requests_per_s"] for g in (1000, 2)]
+    assert rates[1] < 0.2 * rates[0]
+    assert rates[1] < 2 * 2 * 0.25e9 / 262e6

@@ -10,7 +10,7 @@ EXPECT = {
     "kv_sizes.py": ["1.25 GiB", "10.00 GiB", "40.00 GiB", "320.00 GiB", "0.78 MiB per token", "68.6 KiB per token"],
     "decode_ceilings.py": ["llama-3.1-8b", "59.3", "73.4", "6.7"],
     "request_trace.py": ["TTFT", "decode", "total", "seed: 38"],
-    "concurrency_sweep.py": ["qwen2.5-3b bf16 on dgx-spark", "1462.30", "gemma-4-31b nvfp4"],
+    "concurrency_sweep.py": ["qwen2.5-3b on dgx-spark", "1462.30", "nvidia/Gemma-4-31B-IT-NVFP4 on dgx-spark"],
     "serving_seed_tables.py": ["runtime vllm", "| qwen2.5-3b | bf16 | 64 | 1,462.30 |", "points within 15%"],
 }
 

@@ -287,7 +287,8 @@ def test_every_figure_has_a_source(cards):
         assert "memory.bandwidth" in c.sources, c.name
         for dtype in c.supported_dtypes:
             assert f"peak_flops.{dtype}" in c.sources, f"{c.name}: no source for peak_flops.{dtype}"
-        for field in ("compute_units", "l2_cache_bytes", "power_watts", "price_usd", "cloud_usd_per_gpu_hour"):
+        for field in ("compute_units", "compute_capability", "l2_cache_bytes", "power_watts", "price_usd",
+                      "cloud_usd_per_gpu_hour"):
             if getattr(c, field) is not None:
                 key = field.removesuffix("_bytes").removesuffix("_watts")
                 assert key in c.sources, f"{c.name}: {key} has no source"

@@ -95,6 +95,8 @@ def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: s
     eng = load()
     progress = progress or Progress()
     dev = eng.resolve_device(device)
+    if tp > 1:  # before minutes of measuring, not after
+        eng.check_world(tp, dev)
     base = base_card(store, eng.device, dev, hw)
     spec = grid_spec(grid, dev)
     points = grid_points(spec)

@@ -16,7 +16,8 @@ from roofline.cards.quantity import (
     Seconds,
     Watts,
 )
-from roofline.cards.schema import Strict, card_name
+from roofline.cards.schema import ComputeCapability, Strict, card_name
+from roofline.cards.versions import compute_capability_key
 
 MAX_LINK_LATENCY_S = 1.0  # a link whose every message waits a second is no GPU link: a unit typo (ms for us)
 
@@ -99,6 +100,7 @@ class HardwareCard(Strict):
     peak_flops: PeakFlops
     interconnect: Interconnect = Interconnect()
     compute_units: int | None = Field(None, gt=0, le=1 << 20)  # SMs / CUs / GPU cores
+    compute_capability: ComputeCapability | None = None  # CUDA major.minor (NVIDIA), "8.9"
     l2_cache_bytes: Bytes | None = Field(None, alias="l2_cache")
     power_watts: Watts | None = Field(None, alias="power")
     price_usd: float | None = Field(None, ge=0)
@@ -121,6 +123,9 @@ class HardwareCard(Strict):
         for key in ("memory.capacity", "memory.bandwidth", "peak_flops"):
             if not any(s == key or s.startswith(key + ".") for s in self.sources):
                 raise ValueError(f"sources must say where '{key}' comes from")
+        if self.compute_capability and "compute_capability" not in self.sources:
+            # it decides which runtimes may run on the card, so it needs a citation like every figure
+            raise ValueError("sources must say where 'compute_capability' comes from")
         return self
 
     @property
@@ -135,3 +140,14 @@ class HardwareCard(Strict):
 def default_key(hw: HardwareCard) -> str:
     """Which default set a card starts from: Apple silicon has its own; otherwise the card's kind."""
     return "apple" if hw.vendor.lower() == "apple" else hw.kind
+
+
+def nvidia_architecture(compute_capability: str) -> str | None:
+    """The NVIDIA architecture a compute capability names ("6.1" -> Pascal), for messages; None where unknown."""
+    major, minor = compute_capability_key(compute_capability)
+    if major == 8:
+        return "Ada Lovelace" if minor == 9 else "Ampere"
+    if major == 7:
+        return "Turing" if minor == 5 else "Volta"
+    return {3: "Kepler", 5: "Maxwell", 6: "Pascal", 9: "Hopper", 10: "Blackwell", 11: "Blackwell",
+            12: "Blackwell"}.get(major)

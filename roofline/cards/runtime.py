@@ -20,6 +20,7 @@ from roofline.cards.quantity import PositiveBytes
 from roofline.cards.schema import (
     MAX_CONTEXT,
     MAX_SMALL,
+    ComputeCapability,
     Strict,
     card_name,
     efficiency_number_problem,
@@ -215,6 +216,9 @@ class RuntimeProfile(Strict):
     homepage: str
     # vendors, hardware kinds and/or vendor-kinds it runs on: nvidia, amd, apple, cpu, intel-gpu...
     runs_on: list[str] = Field(min_length=1)
+    # vendor -> the oldest GPU generation its kernels build for, as a compute capability (nvidia: "7.0");
+    # a card stating an older one is refused; each needs a source (min_compute_capability.<vendor>)
+    min_compute_capability: dict[str, ComputeCapability] = {}
     weight_formats: list[str] = Field(min_length=1)  # the formats it can load (see `roofline formats`)
     kv_formats: list[str] = Field(min_length=1)
     default_kv_format: str
@@ -276,6 +280,7 @@ class RuntimeProfile(Strict):
                 if not _valid_scope(scope.split("@")[0]):
                     raise ValueError(f"{where}.{scope}: scope must be default, a kind ({', '.join(SCOPE_KINDS)}), "
                                      "a vendor, or vendor-kind like nvidia-soc")
+        self._min_compute_capability_cited()
         for device in self.devices:
             if f"devices.{device}" not in self.sources:
                 raise ValueError(f"devices.{device}: sources must say where it was measured (devices.{device})")
@@ -309,6 +314,16 @@ class RuntimeProfile(Strict):
         if keys != sorted(keys) or len(set(keys)) != len(keys):
             raise ValueError("versions must be listed oldest first, each once")
         return self
+
+    def _min_compute_capability_cited(self) -> None:
+        """Each vendor's minimum names a vendor the runtime runs on and cites where the runtime's docs say it."""
+        runs_on = {t.lower() for t in self.runs_on}
+        for vendor in self.min_compute_capability:
+            key = f"min_compute_capability.{vendor}"
+            if vendor != vendor.lower() or not ({vendor} | {f"{vendor}-{k}" for k in SCOPE_KINDS}) & runs_on:
+                raise ValueError(f"{key}: name a vendor in runs_on, in lowercase ({', '.join(self.runs_on)})")
+            if key not in self.sources:
+                raise ValueError(f"{key}: sources must say where the runtime's docs give it ({key})")
 
     def version_names(self) -> list[str]:
         return [v.version for v in self.versions]

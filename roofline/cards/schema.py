@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from roofline.cards.quantity import MIN_RATE
+from roofline.cards.versions import compute_capability_key
 
 Num = Any  # a float, or a numpy array broadcast over batch x context (one code path for a point and a grid)
 
@@ -34,6 +35,15 @@ Experts = _count(MAX_EXPERTS)
 Vocab = _count(MAX_VOCAB)
 Context = _count(MAX_CONTEXT)
 Small = _count(MAX_SMALL)
+
+
+def _compute_capability(value: object) -> str:
+    compute_capability_key(value)  # raises on anything but "major.minor" text
+    return value.strip()
+
+
+# a CUDA compute capability, "8.9": text, since a YAML number loses the form (12.10 would read as 12.1)
+ComputeCapability = Annotated[str, BeforeValidator(_compute_capability)]
 
 
 class Strict(BaseModel):

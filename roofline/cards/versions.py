@@ -28,3 +28,18 @@ def version_key(text: str) -> tuple:
     pre = {"dev": -3, "a": -2, "b": -2, "rc": -1, "post": 1}
     # each tag list ends in 0, so a release (no tags) follows its pre-releases and '1.0rc2.dev3' precedes '1.0rc2'
     return tuple(release), tuple(int(n) if n.isdigit() else pre[n] for n in tags) + (0,)
+
+
+# NVIDIA's newest compute capability is 12.x (Blackwell); a major beyond this is a typo such as 89 for 8.9
+MAX_COMPUTE_CAPABILITY_MAJOR = 20
+COMPUTE_CAPABILITY = re.compile(r"(\d{1,2})\.(\d)")  # major.minor, one minor digit as NVIDIA numbers them
+
+
+def compute_capability_key(text: str) -> tuple[int, int]:
+    """A CUDA compute capability as (major, minor), compared as numbers: '12.1' -> (12, 1) sorts after '9.0' -> (9, 0)
+    (as text '12.1' < '9.0'). Raises ValueError on anything but quoted major.minor text with 1 <= major <= 20."""
+    m = COMPUTE_CAPABILITY.fullmatch(text.strip()) if isinstance(text, str) else None
+    if not m or not 1 <= int(m[1]) <= MAX_COMPUTE_CAPABILITY_MAJOR:
+        raise ValueError(f"{text!r} is not a compute capability: give major.minor as a quoted string, like \"8.9\" "
+                         f"(major 1 to {MAX_COMPUTE_CAPABILITY_MAJOR})")
+    return int(m[1]), int(m[2])

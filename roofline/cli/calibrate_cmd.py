@@ -12,7 +12,7 @@ from roofline.calibrate.quality import should_write, versus_existing
 from roofline.cards.files import check_output_dir
 from roofline.cards.store import read_yaml, user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, store
-from roofline.cli.output import Column, emit, table
+from roofline.cli.output import Column, console, emit, table
 from roofline.engine import check_dtype
 from roofline.errors import RooflineError
 
@@ -45,7 +45,7 @@ def calibrate_cmd(
     if tp < 1:
         raise RooflineError(f"--tp: must be at least 1, got {tp}")
 
-    with Bar(transient=True) as bar:
+    with Bar(transient=True, console=console(stderr=True)) as bar:  # stdout stays the report (or --json)
         task = bar.add_task("starting the engine", total=None)
         progress = Progress(total=lambda n: bar.update(task, total=n), advance=lambda n: bar.advance(task, n),
                             stage=lambda text: bar.update(task, description=text))

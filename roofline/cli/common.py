@@ -79,6 +79,8 @@ def tokens(option: str, value: str | int, allow_zero: bool = False) -> int:
 
 
 def fmt_s(seconds: float) -> str:
+    if seconds != seconds:  # NaN: no such interval (ITL of one-token answers)
+        return "—"
     if seconds < 1e-3:
         return f"{seconds * 1e6:,.0f} us"
     if seconds < 1:

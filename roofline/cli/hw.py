@@ -99,7 +99,8 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias or path to a
         if ic.kind != "none":
             rows.append(("interconnect", f"{ic.kind} {gb(ic.bandwidth_bytes_per_s_per_direction)} GB/s per direction, "
                                           f"{ic.latency_s * 1e6:g} us, {ic.gpus_per_node} GPUs/node"))
-        for label, value in (("compute units", card.compute_units), ("L2 cache", cache_label(card.l2_cache_bytes)),
+        for label, value in (("compute units", card.compute_units), ("compute capability", card.compute_capability),
+                             ("L2 cache", cache_label(card.l2_cache_bytes)),
                              ("power", card.power_watts and f"{card.power_watts:g} W"),
                              ("price", card.price_usd and f"${card.price_usd:,.0f}"),
                              ("cloud price",

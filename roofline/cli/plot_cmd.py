@@ -23,6 +23,7 @@ from roofline.cli.common import (
     image_path,
     int_list,
     kv_default,
+    model_and_quant,
     name_list,
     nonempty_path,
     runtime_choice,
@@ -64,7 +65,8 @@ def roofline_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")], qua
                   out: OutOpt = Path("roofline.png"), as_json: JsonOpt = False, cards: CardsOpt = None,
                   runtime: RuntimeOpt = None):
     st = store(cards)
-    card, hwc = st.model(model), st.hardware(hw)
+    card, quant = model_and_quant(st, model, quant)
+    hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus)
     check_parallel(card, hwc, wl.tp, wl.pp)
@@ -80,7 +82,8 @@ def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
                gpus: GpusOpt = 1, pp: PpOpt = 1, out: OutOpt = Path("sweep.png"), as_json: JsonOpt = False,
                cards: CardsOpt = None, runtime: RuntimeOpt = None):
     st = store(cards)
-    card, hwc = st.model(model), st.hardware(hw)
+    card, quant = model_and_quant(st, model, quant)
+    hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
@@ -97,7 +100,7 @@ def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="H
                 gpus: GpusOpt = 1, out: OutOpt = Path("memory.png"), as_json: JsonOpt = False, cards: CardsOpt = None,
                 runtime: RuntimeOpt = None):
     st = store(cards)
-    card = st.model(model)
+    card, quant = model_and_quant(st, model, quant)
     choice = runtime_choice(st, runtime)
     hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
     wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus,
@@ -116,7 +119,8 @@ def serve_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
                concurrency: Annotated[Optional[int], typer.Option(help="Closed loop: N clients.")] = None,
                rate: Annotated[Optional[float], typer.Option(help="Open loop: requests per second.")] = None,
                trace: Annotated[Optional[str], typer.Option(help="Trace file (CSV or JSONL).")] = None,
-               requests: Annotated[int, typer.Option(help="Requests to serve.")] = 1000,
+               requests: Annotated[Optional[int], typer.Option(
+                   help="Requests to serve (default 1,000; a trace: its every row).")] = None,
                prompt: GivenLenOpt = None, output: GivenLenOpt = None, burstiness: BurstOpt = None,
                seed: int = 0, quant: QuantOpt = None, kv_quant: KvOpt = None,
                gpus: GpusOpt = 1, pp: PpOpt = 1, out: OutOpt = Path("serve.png"), as_json: JsonOpt = False,

@@ -25,6 +25,7 @@ from roofline.cli.common import (
     fmt_rate,
     fmt_s,
     kv_default,
+    model_and_quant,
     name_list,
     runtime_choice,
     runtime_efficiency,
@@ -61,12 +62,13 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
               network_gbps=None):
     """Options -> a ServingResult (shared by serve, sweep and plot serve). The runtime profile gives both the
     scheduler's limits (its serving policy) and the step timer's efficiency."""
-    from roofline.perf.serving.run import build_fleet, parse_disagg, serve
+    from roofline.perf.serving.run import DEFAULT_REQUESTS, build_fleet, parse_disagg, serve
 
     if seed < 0:
         raise RooflineError(f"--seed: give a whole number >= 0, got {seed}")
     prompt, output, burstiness = _load_options(rate, trace, prompt, output, burstiness)
-    card, hwc = st.model(model), st.hardware(hw)
+    card, quant = model_and_quant(st, model, quant)
+    hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
     wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     if network_gbps is not None and not MIN_NETWORK_GBPS <= network_gbps < math.inf:
@@ -82,11 +84,12 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
                         parse_disagg(disagg), network_gbps * 1e9 / 8 if network_gbps else None, eff=eff)
     trace_path = Path(trace) if trace else None
     prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
-    with progress("simulating requests", None if trace else requests) as advance:
+    with progress("simulating requests", None if trace else requests or DEFAULT_REQUESTS) as advance:
         result = serve(fleet, prompt_lengths, output_lengths, requests, concurrency, rate, trace_path, burstiness,
                        seed, slo_ttft, slo_itl, advance)
     result.extra.update(model=card.name, hardware=hwc.name, quant=wl.quant or "native", kv_quant=wl.kv_quant, tp=wl.tp,
-                        pp=wl.pp, efficiency_source=fleet.setup.eff.source, slo_ttft_s=slo_ttft, slo_itl_s=slo_itl)
+                        pp=wl.pp, efficiency_source=fleet.setup.eff.source, router=router, disagg=disagg,
+                        network_gbps=network_gbps)
     return result
 
 
@@ -99,7 +102,8 @@ def serve_cmd(
     rate: Annotated[Optional[float], typer.Option(help="Open loop: requests per second.")] = None,
     trace: Annotated[Optional[str], typer.Option(help="Trace file (CSV or JSONL): arrival_s, prompt_tokens, "
                                                  "output_tokens[, prefix_id, prefix_tokens].")] = None,
-    requests: Annotated[int, typer.Option(help="Requests to serve (a trace: at most this many).")] = 1000,
+    requests: Annotated[Optional[int], typer.Option(help="Requests to serve (default 1,000; a trace: its every row, "
+                                                    "or at most this many).")] = None,
     prompt: GivenLenOpt = None, output: GivenLenOpt = None, burstiness: BurstOpt = None,
     slo_ttft: SloOpt = None, slo_itl: SloOpt = None,
     seed: Annotated[int, typer.Option(min=0, help="Random seed (arrivals and lengths).")] = 0,
@@ -116,30 +120,42 @@ def serve_cmd(
                        burstiness, slo_ttft, slo_itl, seed, quant, kv_quant, gpus, pp, replicas, router, disagg,
                        network_gbps)
     data = result.summary()
-    if rate is not None:  # arrivals faster than the fleet serves: the queue, and so TTFT, grow with the run
+    offered = rate if rate is not None else trace_rate(result) if trace else None
+    if offered:  # arrivals faster than the fleet serves: the queue, and so TTFT, grow with the run
         from roofline.perf.serving.capacity import overloaded
 
-        data["overloaded"] = overloaded(result, rate, data["requests"])
+        data["overloaded"] = overloaded(result, offered, data["requests"])
+        data.setdefault("rate_per_s", offered)
     emit(data, as_json, lambda: render_serve(data))
+
+
+def trace_rate(result) -> float | None:
+    """A trace's mean arrival rate (requests/s over its span of arrivals); None for a trace of one instant."""
+    m = result.metrics
+    span_s = m.last_arrival_s - m.first_arrival_s
+    return (m.finished - 1) / span_s if m.finished > 1 and span_s > 0 else None
 
 
 def render_serve(d: dict):
     load = {"closed_loop": f"{d.get('concurrency')} clients (closed loop)",
             "open_loop": f"{d.get('rate_per_s')} req/s (open loop, burstiness {d.get('burstiness')})",
             "trace": f"trace {d.get('trace')}"}[d["mode"]]
+    fleet = f"disaggregated {d['disagg']} (prefill:decode)" if d.get("disagg") else \
+        f"{d['replicas']} replicas, router {d['router']}" if d.get("replicas", 1) > 1 else ""
     title = (f"{d['model']} on {d['hardware']} x{d['gpus']} · {d['runtime']} · {load} · {d['requests']} requests · "
-             f"weights {d['quant']}, KV {d['kv_quant']}")
+             f"weights {d['quant']}, KV {d['kv_quant']}" + (f" · {fleet}" if fleet else ""))
     rows = [(LABELS[k], *(fmt_s(d[k][q]) for q in ("mean", "p50", "p90", "p95", "p99"))) for k in DISTS]
     yield table(title, ["", *(Column(q, "right") for q in ("mean", "p50", "p90", "p95", "p99"))], rows)
-    slo = d.get("slo_ttft_s") is not None or d.get("slo_itl_s") is not None
-    goodput = (f"goodput {d['goodput_requests_per_s']:.2f} req/s ({d['slo_attainment']:.0%} within the SLO)" if slo
-               else "goodput: no SLO given (--slo-ttft, --slo-itl)")
+    goodput = ("goodput: no SLO given (--slo-ttft, --slo-itl)" if d["goodput_requests_per_s"] is None else
+               f"goodput {d['goodput_requests_per_s']:.2f} req/s ({d['slo_attainment']:.0%} within the SLO)")
     yield (f"throughput {d['requests_per_s']:.2f} req/s · output {fmt_rate(d['output_tok_s'])} tok/s "
            f"({fmt_rate(d['output_tok_s_per_gpu'])} per GPU) · total {fmt_rate(d['total_tok_s'])} tok/s · "
            f"{goodput} · preemptions {d['preemptions']} · KV pool {d['kv_pool_tokens_per_replica']:,} tokens per "
            "replica")
+    if d.get("trace_cut_at"):
+        yield (f"[yellow]the trace has more rows: served its first {d['trace_cut_at']:,} (--requests)[/yellow]")
     if d.get("overloaded"):
-        yield (f"[yellow]overloaded: requests arrive at {d['rate_per_s']:g}/s and the queue keeps growing (served "
+        yield (f"[yellow]overloaded: requests arrive at {d['rate_per_s']:.3g}/s and the queue keeps growing (served "
                f"{d['requests_per_s']:.2f}/s); TTFT grows with --requests (`roofline capacity` finds the rate that "
                "meets an SLO)[/yellow]")
 
@@ -161,17 +177,19 @@ def capacity_cmd(
     from roofline.perf.serving import capacity as cap
 
     st = store(cards)
-    card = st.model(model)
+    card, weights = model_and_quant(st, model, None)  # a checkpoint's name or an Ollama tag fixes its format
     choice = runtime_choice(st, runtime)
     hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
     if not hws:
         raise RooflineError("capacity needs at least one --hw card (comma-separated for several)")
+    for h in hws:  # the fixed format is one the runtime runs on each card, or one line says why not
+        runtime_efficiency(choice, card, h, make_workload(quant=weights, kv_quant=kv_default(choice, None)))
     prices = cap.parse_prices(usd_per_gpu_hour, hws)
     prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
-    jobs = sum(len(cap.candidates(card, h, choice)) for h in hws)
+    jobs = sum(len(cap.candidates(card, h, choice, weights)) for h in hws)
     with progress("searching configurations", jobs) as advance:
         rows = cap.capacity(card, hws, choice, prompt_lengths, output_lengths, slo_ttft, slo_itl, target_rate, prices,
-                            seed, advance=advance)
+                            seed, advance=advance, weights=weights)
     data = {"model": card.name, "runtime": runtime_label(choice), "slo_ttft_s": slo_ttft, "slo_itl_s": slo_itl,
             "attainment": cap.ATTAINMENT, "prompt": prompt, "output": output, "target_rate_per_s": target_rate,
             "load_point": {"min_requests": cap.MIN_REQUESTS, "min_arrival_s": cap.MIN_ARRIVAL_S,

@@ -13,15 +13,16 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from roofline.cards.formats import QUANTIZED_FORMATS, first_supported
-from roofline.cards.hardware import HardwareCard, default_key
+from roofline.cards.hardware import HardwareCard, default_key, nvidia_architecture
 from roofline.cards.model import ModelCard
 from roofline.cards.schema import efficiency_number_problem
+from roofline.cards.versions import compute_capability_key
 from roofline.errors import CardError, RooflineError
 from roofline.sizing.params import param_counts
 from roofline.sizing.precision import Formats
 
 if TYPE_CHECKING:
-    from roofline.cards.runtime import RuntimeChoice
+    from roofline.cards.runtime import RuntimeChoice, RuntimeProfile
 
 
 @dataclass(frozen=True)
@@ -257,6 +258,20 @@ def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoic
                    runtime=runtime.label, source=source)
 
 
+def check_compute_capability(prof: RuntimeProfile, hw: HardwareCard) -> None:
+    """One line and exit 2 when the runtime's kernels need a newer GPU generation than the card's (vLLM builds for
+    compute capability 7.0 and up: a Pascal P40 is 6.1). A card or runtime that states none passes."""
+    vendor = hw.vendor.lower()
+    need = prof.min_compute_capability.get(vendor)
+    have = hw.compute_capability
+    if need is None or have is None or compute_capability_key(have) >= compute_capability_key(need):
+        return
+    arch = nvidia_architecture(have) if vendor == "nvidia" else None
+    maker = "an NVIDIA" if vendor == "nvidia" else f"a {hw.vendor}"
+    raise RooflineError(f"{prof.display_name} needs {maker} GPU of compute capability {need} or newer; {hw.name} is "
+                        f"{have}{f' ({arch})' if arch else ''}")
+
+
 def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: HardwareCard, quant: str | None,
                            kv_quant: str) -> None:
     """One line and exit 2 when the runtime cannot run this: hardware it does not support, a weight format it
@@ -268,6 +283,7 @@ def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: H
     if not targets & {t.lower() for t in prof.runs_on}:
         raise RooflineError(f"{prof.display_name} does not run on {hw.name} ({hw.vendor} {hw.kind}); it runs on "
                             f"{', '.join(prof.runs_on)}")
+    check_compute_capability(prof, hw)
     fmts = Formats(card, hw, quant, kv_quant)
     used = {fmts.component_format(c) for c, n in param_counts(card).items() if n and c != "norms"}  # norms stay 16/32-bit
     missing = sorted(used - set(prof.weight_formats))

@@ -57,19 +57,21 @@ class Config:
         return f"{self.hw.name} tp{self.tp} {self.quant}/kv {self.kv_quant}"
 
 
-def candidates(card: ModelCard, hw: HardwareCard, runtime: RuntimeChoice | None = None) -> list[Config]:
-    """TP sizes the node allows (dividing the heads) x weight formats the card's math supports x KV formats (those
-    the runtime loads, when one is given)."""
+def candidates(card: ModelCard, hw: HardwareCard, runtime: RuntimeChoice | None = None,
+               weights: str | None = None) -> list[Config]:
+    """TP sizes the node allows (dividing the heads) x weight formats the card's math supports (`weights`: only that
+    one, a checkpoint's own layout) x KV formats (those the runtime loads, when one is given)."""
     peaks = hw.peak_flops.as_dict()
-    weights = ["bf16"] + (["fp8"] if "fp8" in peaks else []) + (["nvfp4"] if "fp4" in peaks else [])
+    formats = [weights] if weights else \
+        ["bf16"] + (["fp8"] if "fp8" in peaks else []) + (["nvfp4"] if "fp4" in peaks else [])
     kvs = ["bf16"] + (["fp8"] if "fp8" in peaks else [])
     if runtime is not None:
-        weights = [w for w in weights if w in runtime.profile.weight_formats]
+        formats = formats if weights else [w for w in formats if w in runtime.profile.weight_formats]
         kvs = [k for k in kvs if k in runtime.profile.kv_formats]
     heads = card.architecture.attention.num_heads if card.architecture.attention else 1
     linked = hw.interconnect.bandwidth_bytes_per_s_per_direction > 0
     tps = [t for t in TP_SIZES if t <= max(hw.interconnect.gpus_per_node, 1) and heads % t == 0 and (t == 1 or linked)]
-    return [Config(hw, t, w, k) for t in tps for w in weights for k in kvs]
+    return [Config(hw, t, w, k) for t in tps for w in formats for k in kvs]
 
 
 @dataclass
@@ -111,7 +113,7 @@ def overloaded(r: ServingResult, rate: float, requests: int) -> bool:
 
 def queue_growth(r: ServingResult, start_s: float, end_s: float) -> float:
     """Requests waiting at `end_s` (the last arrival) minus those waiting at `start_s`, read off the time series."""
-    series = r.metrics.series or [(0.0, 0, 0, 0.0)]
+    series = sorted(r.metrics.series or [(0.0, 0, 0, 0.0)], key=lambda p: p[0])  # a multi-step run samples ahead
     t = np.array([p[0] for p in series])
     waiting = [p[2] for p in series]
     at = lambda x: float(waiting[max(int(np.searchsorted(t, x, side="right")) - 1, 0)])  # noqa: E731
@@ -246,9 +248,9 @@ def _search(args) -> dict:
 def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | None, prompt: Lengths,
              output: Lengths, slo_ttft_s: float, slo_itl_s: float, target_rate: float | None = None,
              usd_per_gpu_hour: dict[str, float] | None = None, seed: int = 0, workers: int | None = None,
-             advance: Callable[[], None] | None = None) -> list[dict]:
-    """Every candidate configuration's row, searched in `workers` processes (default: up to 2, one per core);
-    `advance()` is called as each is done."""
+             advance: Callable[[], None] | None = None, weights: str | None = None) -> list[dict]:
+    """Every candidate configuration's row (`weights`: one weight format only, as `candidates` takes it), searched
+    in `workers` processes (default: up to 2, one per core); `advance()` is called as each is done."""
     for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
         if not v > 0:
             raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
@@ -256,7 +258,8 @@ def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | 
         raise RooflineError(f"--target-rate: must be a number of requests/s above 0 and at most {MAX_TARGET_RATE:g}, "
                             f"got {target_rate}")
     slo = Slo(slo_ttft_s, slo_itl_s)
-    jobs = [(card, cfg, runtime, prompt, output, slo, seed) for hw in hws for cfg in candidates(card, hw, runtime)]
+    jobs = [(card, cfg, runtime, prompt, output, slo, seed) for hw in hws
+            for cfg in candidates(card, hw, runtime, weights)]
     workers = workers or min(2, os.cpu_count() or 1, len(jobs))
     advance = advance or (lambda: None)
     rows = []

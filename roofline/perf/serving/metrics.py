@@ -98,11 +98,13 @@ class Collector:
     output_tokens: int = 0
     preemptions: int = 0
     first_arrival_s: float = math.inf
+    last_arrival_s: float = 0.0
     last_finish_s: float = 0.0
     steps: int = 0
     series: list = field(default_factory=list)  # (time s, running, waiting, kv blocks used / pool)
     series_every: int = 1
     _tick: int = 0
+    _latest: dict = field(default_factory=dict)  # replica -> its last (running, waiting, kv use)
 
     def request_done(self, arrival_s, first_token_s, finish_s, queued_s, prompt, output, preemptions) -> None:
         if arrival_s < self.warmup_s:
@@ -120,6 +122,7 @@ class Collector:
         self.output_tokens += output
         self.preemptions += preemptions
         self.first_arrival_s = min(self.first_arrival_s, arrival_s)
+        self.last_arrival_s = max(self.last_arrival_s, arrival_s)
         self.last_finish_s = max(self.last_finish_s, finish_s)
         # DistServe's attainment: TTFT within its SLO and TPOT (the request's mean time per output token) within
         # the ITL SLO; vLLM's `bench serve --goodput` counts requests per second the same way
@@ -128,12 +131,16 @@ class Collector:
         elif self.abort_after_misses is not None and self.finished - self.good > self.abort_after_misses:
             raise SloMissed
 
-    def sample(self, t: float, running: int, waiting: int, kv_use: float) -> None:
-        """A point of the time series, every `series_every`-th call (doubling whenever the series fills)."""
+    def sample(self, t: float, running: int, waiting: int, kv_use: float, source: int = 0) -> None:
+        """A point of the fleet's time series, every `series_every`-th call (doubling whenever the series fills):
+        replica `source` reports its own batch and queue; the point sums every replica's latest (KV use: their
+        mean)."""
+        self._latest[source] = (running, waiting, kv_use)
         self._tick += 1
         if self._tick % self.series_every:
             return
-        self.series.append((t, running, waiting, kv_use))
+        now = self._latest.values()
+        self.series.append((t, sum(v[0] for v in now), sum(v[1] for v in now), sum(v[2] for v in now) / len(now)))
         if len(self.series) >= SERIES_POINTS:
             self.series = self.series[::2]
             self.series_every *= 2
@@ -145,13 +152,15 @@ class Collector:
     def summary(self) -> dict:
         d = self.duration_s
         rate = (lambda x: x / d) if d else (lambda x: 0.0)
+        slo = self.slo_ttft_s is not None or self.slo_itl_s is not None  # goodput means nothing without one
         return {
             "requests": self.finished, "duration_s": d,
             "ttft_s": self.ttft.summary(), "itl_s": self.itl.summary(), "tpot_s": self.tpot.summary(),
             "e2e_s": self.e2e.summary(), "queue_wait_s": self.queue.summary(),
             "requests_per_s": rate(self.finished), "output_tok_s": rate(self.output_tokens),
             "total_tok_s": rate(self.output_tokens + self.prompt_tokens),
-            "goodput_requests_per_s": rate(self.good), "slo_attainment": self.good / self.finished if self.finished else 0.0,
+            "goodput_requests_per_s": rate(self.good) if slo else None,
+            "slo_attainment": (self.good / self.finished if self.finished else 0.0) if slo else None,
             "preemptions": self.preemptions, "steps": self.steps,
             "output_tokens_per_request": self.output_tokens / self.finished if self.finished else 0.0,
         }

@@ -164,7 +164,7 @@ class Replica:
             self.metrics.itl.add(gaps)
         self.metrics.steps += 1
         done = sched.finish_step(work, dict.fromkeys([s.seq_id for s in samplers], 0))
-        self.metrics.sample(end, len(sched.running), len(sched.waiting), self.kv_use())
+        self.metrics.sample(end, len(sched.running), len(sched.waiting), self.kv_use(), id(self))
         return self._finish(done)
 
     def _decode_run(self, horizon: int, until: float) -> list[Sequence]:
@@ -189,7 +189,8 @@ class Replica:
         for s in running:
             s.last_emit_s = self.now
         self.metrics.steps += steps
-        self.metrics.sample(self.now, len(self.scheduler.running), len(self.scheduler.waiting), self.kv_use())
+        self.metrics.sample(self.now, len(self.scheduler.running), len(self.scheduler.waiting), self.kv_use(),
+                            id(self))
         return self._finish(done)
 
     def _finish(self, done: list[Sequence]) -> list[Sequence]:

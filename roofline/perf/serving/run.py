@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from roofline.cards.hardware import HardwareCard
@@ -15,7 +14,7 @@ from roofline.perf.serving.deployment import Fleet
 from roofline.perf.serving.policy import ServingPolicy
 from roofline.perf.serving.replica import ReplicaSetup
 from roofline.perf.serving.simulator import ClosedLoop, ServingResult, simulate
-from roofline.perf.serving.workload import Lengths, closed_loop_requests, open_loop, read_trace
+from roofline.perf.serving.workload import Lengths, Request, closed_loop_requests, open_loop, read_trace
 from roofline.perf.workload import Workload
 
 REQUESTS_PER_CLIENT = 4  # a closed-loop sweep level serves this many requests per client (the first are warm-up)
@@ -23,6 +22,7 @@ REQUESTS_PER_CLIENT = 4  # a closed-loop sweep level serves this many requests p
 # (2 cores), so a million takes three to four minutes. A closed loop of more clients than this only lengthens the
 # queue: a replica runs at most its runtime's max_num_seqs (vLLM's default 256) at once
 MAX_REQUESTS = 1_000_000
+DEFAULT_REQUESTS = 1_000  # a generated load's length when none is asked for (a trace plays every row)
 MAX_CLIENTS = 100_000
 
 
@@ -53,14 +53,15 @@ def build_fleet(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serving
                  transfer_bytes_per_s=network_bytes_per_s)
 
 
-def serve(fleet: Fleet, prompt: Lengths, output: Lengths, requests: int, concurrency: int | None = None,
+def serve(fleet: Fleet, prompt: Lengths, output: Lengths, requests: int | None, concurrency: int | None = None,
           rate: float | None = None, trace: Path | None = None, burstiness: float = 1.0, seed: int = 0,
           slo_ttft_s: float | None = None, slo_itl_s: float | None = None,
           advance: Callable[[], None] | None = None) -> ServingResult:
-    """Exactly one of concurrency (closed loop), rate (open loop) or trace; `advance()` is called as each request
-    completes."""
+    """Exactly one of concurrency (closed loop), rate (open loop) or trace; `requests` None: DEFAULT_REQUESTS, or a
+    trace's every row (up to MAX_REQUESTS); `advance()` is called as each request completes."""
     if sum(x is not None for x in (concurrency, rate, trace)) != 1:
         raise RooflineError("give exactly one of --concurrency N, --rate R or --trace FILE")
+    requests = requests if requests is not None else MAX_REQUESTS if trace is not None else DEFAULT_REQUESTS
     check_size(requests, concurrency)
     if concurrency is not None:
         closed = ClosedLoop(concurrency, closed_loop_requests(requests, prompt, output, seed))
@@ -72,10 +73,20 @@ def serve(fleet: Fleet, prompt: Lengths, output: Lengths, requests: int, concurr
                           slo_itl_s=slo_itl_s, shared_prefixes=False, advance=advance)
         result.extra.update(mode="open_loop", rate_per_s=rate, burstiness=burstiness)
     else:
-        result = simulate(fleet, itertools.islice(read_trace(trace), requests), slo_ttft_s=slo_ttft_s,
+        cut: dict = {}
+        result = simulate(fleet, _capped(read_trace(trace), requests, cut), slo_ttft_s=slo_ttft_s,
                           slo_itl_s=slo_itl_s, advance=advance)
-        result.extra.update(mode="trace", trace=str(trace))
+        result.extra.update(mode="trace", trace=str(trace), **cut)
     return result
+
+
+def _capped(reqs: Iterator[Request], n: int, cut: dict) -> Iterator[Request]:
+    """The first `n` requests; `cut['trace_cut_at']` = n when the trace has more."""
+    for i, req in enumerate(reqs):
+        if i == n:
+            cut["trace_cut_at"] = n
+            return
+        yield req
 
 
 def check_size(requests: int, concurrency: int | None = None) -> None:

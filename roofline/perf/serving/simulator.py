@@ -62,6 +62,7 @@ class Simulation:
         self.router = Router(fleet.router, self.decode)
         self.prefill_router = Router("least_tokens", self.prefill) if self.prefill else None
         self.replicas = self.prefill + self.decode
+        self.link_free_s: dict[int, float] = {}  # prefill replica -> when its link finishes the transfers queued
         self.tokens = TokenSpace(shared_prefixes)
         self.events: list = []  # (time, order, kind, payload)
         self._order = itertools.count()
@@ -103,9 +104,13 @@ class Simulation:
         seq.start_s, seq.preemptions = done.start_s, done.preemptions
         self.router.pick(req).admit(seq, t)
 
-    def _finished(self, seq: Sequence, from_prefill: bool, on_done) -> None:
-        if from_prefill and seq.req.output_tokens > 1:
-            self.push(seq.finish_s + self.fleet.transfer_s(seq.req.prompt_tokens), "handoff", seq)
+    def _finished(self, seq: Sequence, prefill: Replica | None, on_done) -> None:
+        """A request done on its replica: under disaggregation a prefill replica's hands its KV over that replica's
+        link, one transfer after another (they share its bandwidth), else it completes."""
+        if prefill is not None and seq.req.output_tokens > 1:
+            start = max(seq.finish_s, self.link_free_s.get(id(prefill), 0.0))
+            self.link_free_s[id(prefill)] = end = start + self.fleet.transfer_s(seq.req.prompt_tokens)
+            self.push(end, "handoff", seq)
             return
         self.metrics.request_done(seq.arrival_s, seq.first_s, seq.finish_s, seq.start_s - seq.arrival_s,
                                   seq.req.prompt_tokens, seq.req.output_tokens, seq.preemptions)
@@ -148,9 +153,9 @@ class Simulation:
                 else:
                     self._handoff(payload, t)
                 continue
-            from_prefill = r in self.prefill
+            prefill = r if r in self.prefill else None
             for seq in r.step(t_event):
-                self._finished(seq, from_prefill, on_done)
+                self._finished(seq, prefill, on_done)
 
 
 def simulate(fleet: Fleet, arrivals: Iterable[Request] | None = None, closed: ClosedLoop | None = None,
