@@ -216,8 +216,7 @@ class RuntimeProfile(Strict):
     homepage: str
     # vendors, hardware kinds and/or vendor-kinds it runs on: nvidia, amd, apple, cpu, intel-gpu...
     runs_on: list[str] = Field(min_length=1)
-    # vendor -> the oldest GPU generation its kernels build for, as a compute capability (nvidia: "7.0");
-    # a card stating an older one is refused; each needs a source (min_compute_capability.<vendor>)
+    # vendor -> the oldest compute capability its kernels build for (nvidia: "7.0"); an older card is refused
     min_compute_capability: dict[str, ComputeCapability] = {}
     weight_formats: list[str] = Field(min_length=1)  # the formats it can load (see `roofline formats`)
     kv_formats: list[str] = Field(min_length=1)
