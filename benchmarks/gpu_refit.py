@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 from roofline.engine.core.records import StepRecord
 
-from roofline.calibrate.calibration import calibrated_card, fit_records
+from roofline.calibrate.calibration import calibrated_card, fit_records, weights_bandwidth_fraction
 from roofline.calibrate.validation import predict_served, summarize_points
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.store import CardStore
@@ -64,7 +64,8 @@ def refit_records(records: list[StepRecord], data: dict, st: CardStore,
     limits = {k: cal["values"][k] for k in LIMITS} if graphs_apart else None
     base = st.hardware(data["name"])
     eff, summary = fit_records(records, base, st, gemv_max_tokens=cal["values"].get("gemv_max_tokens"),
-                               activation_cost=cal.get("activation_cost"), graph_limits=limits)
+                               activation_cost=cal.get("activation_cost"), graph_limits=limits,
+                               weights_memory=weights_bandwidth_fraction(cal["microbench"], base))
     meta = {k: cal[k] for k in ("device", "torch", "driver", "dtype", "grid") if k in cal}
     return HardwareCard.model_validate(calibrated_card(base, eff, summary, cal["microbench"], meta)), summary
 

@@ -6,6 +6,8 @@ times on the engine's own logged steps (docs/serving.md, "`validate --serving` o
         [--card benchmarks/data/h100-2026-11-26b/batched-chunks/calibrated-h100-sxm.yaml] [--refit]
 
 --refit: the card's stored steps refitted by today's `calibrate` fit first (benchmarks/gpu_refit.py; ~1 min a card).
+--matrix: every run's card refitted, each predicting every run's traces (docs/calibration.md, "The weights' bandwidth
+measured, not fitted"; the eight H200 runs: ~12 min).
 
 Each run folder holds `serving.json` (validate --serving's two-layer cut) and, where it ran, `serving_whole.json`
 (whole qwen2.5-7b), as `benchmarks/serving_whole.py` writes them with every step logged.
@@ -59,13 +61,44 @@ def replay(path: Path, hw: HardwareCard, st: CardStore) -> list[str]:
     return out
 
 
+TARGET_PCT = {"output_tok_s": 10.0}  # issue 15's targets: throughput within 10%, TTFT and ITL within 15%
+
+
+def matrix(runs: list[Path], st: CardStore) -> None:
+    """Every run's card refitted by today's fit, each predicting every run's traces: per metric the median |error|
+    and how many traces meet the target, over all pairs and over each card's own traces."""
+    pairs: dict[str, list[list[float]]] = {"all pairs": [], "own card": []}
+    for card_run in runs:
+        hw, summary = refit(card_file(card_run), st, graphs_apart=True)
+        v = hw.calibration["values"]
+        print(f"{card_run}: memory {v['memory']:.3f}, graph launch {v['graph_kernel_overhead_s'] * 1e6:.1f} us, "
+              f"held-out decode {summary['held_out']['decode']['median_ape_pct']:.1f}%", flush=True)
+        for run in runs:
+            for served in sorted(run.glob("serving*.json")):
+                for err in replay_errors(served, hw, st):
+                    row = [abs(err[k]) for k in KEYS]
+                    pairs["all pairs"].append(row)
+                    if run == card_run:
+                        pairs["own card"].append(row)
+    print("| traces | " + " | ".join(KEYS) + " |\n|---|" + "---:|" * len(KEYS))
+    for label, rows in pairs.items():
+        a = np.array(rows)
+        cells = [f"{np.median(a[:, i]):.1f}% ({int((a[:, i] <= TARGET_PCT.get(k, 15.0)).sum())}/{len(a)})"
+                 for i, k in enumerate(KEYS)]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+", type=Path)
     ap.add_argument("--card", type=Path, help="a calibrated card (default: each run's own)")
     ap.add_argument("--refit", action="store_true", help="refit the card's stored steps with today's fit first")
+    ap.add_argument("--matrix", action="store_true", help="every run's card, refitted, on every run's traces: "
+                    "median |error| (traces within the target)")
     args = ap.parse_args()
     st = CardStore()
+    if args.matrix:
+        return matrix(args.runs, st)
     print("| run | trace | TTFT p50 | TTFT p90 | ITL p50 | ITL p90 | output tok/s | step time, median (simulated / "
           "measured - 1) |")
     print("|---|---|---:|---:|---:|---:|---:|---|")

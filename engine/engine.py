@@ -129,6 +129,16 @@ class LLMEngine:
                             min(self.cfg.graph_max_batch, self.cfg.max_num_seqs), max_blocks, self.device,
                             use_graphs=self.device.type == "cuda")
 
+    def warm_up(self) -> None:
+        """Start up as a server does before its first request: one step holding the whole token budget (vLLM's
+        `profile_run` runs a dummy batch of `max_num_batched_tokens`), so the allocator already holds the largest
+        step's activations and no request pays their first allocation; then every decode bucket's CUDA graph."""
+        pool_tokens = len(self.blocks.ref_count) * self.cfg.block_size
+        short = [[1] * 16] * 4  # decode rows beside the long prompt's chunk: the budget's step is a mixed one
+        long_tokens = max(1, min(self.cfg.max_step_tokens, self.card.architecture.max_context, pool_tokens // 2) - 8)
+        self.generate(short + [[1] * long_tokens], 2)
+        self.capture_graphs()
+
     def capture_graphs(self) -> None:
         """Capture every decode bucket's CUDA graph now rather than at its first step (a no-op without graphs)."""
         if self.decode_runner is not None:

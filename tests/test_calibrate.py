@@ -18,6 +18,7 @@ from roofline.calibrate.calibration import (
     fit_records,
     is_held_out,
     predict_step,
+    weights_bandwidth_fraction,
     write_card_atomic,
 )
 from roofline.cards.hardware import HardwareCard
@@ -46,6 +47,24 @@ def test_fit_recovers_known_efficiencies():
     assert summary["held_out"]["decode"]["median_ape_pct"] < 3
     assert summary["held_out"]["prefill"]["median_ape_pct"] < 3
     assert eff.memory == pytest.approx(0.6, rel=0.15)
+
+
+def test_a_measured_weights_bandwidth_is_held_and_the_rest_fitted_around_it():
+    hw = STORE.hardware("h100-sxm")
+    truth = replace(expected_efficiency(hw), memory=0.6, memory_gemv=0.6, compute=0.35, kernel_overhead_s=20e-6)
+    eff, summary = fit_records(synthetic_records(hw, truth), hw, STORE, weights_memory=0.6)
+    assert eff.memory == eff.memory_gemv == 0.6  # never moved by the search
+    assert summary["held_out"]["decode"]["median_ape_pct"] < 3
+    assert eff.kernel_overhead_s == pytest.approx(20e-6, rel=0.25)
+
+
+def test_weights_bandwidth_fraction_is_the_better_matrix_vector_read_at_most_one():
+    hw = STORE.hardware("h100-sxm")
+    bw = hw.memory.bandwidth_bytes_per_s
+    measured = {"bandwidth": {"mv_read_bytes_per_s": 0.7 * bw}, "bandwidth_repeat": {"mv_read_bytes_per_s": 0.8 * bw}}
+    assert weights_bandwidth_fraction(measured, hw) == pytest.approx(0.8)
+    assert weights_bandwidth_fraction({"bandwidth": {"mv_read_bytes_per_s": 2 * bw}}, hw) == 1.0
+    assert weights_bandwidth_fraction({"bandwidth": {"read_bytes_per_s": bw}}, hw) is None
 
 
 def test_held_out_split_is_stable_and_partial():

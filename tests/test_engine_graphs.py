@@ -217,3 +217,11 @@ def test_padding_every_row_points_its_writes_at_the_scratch_block():
     assert runner.inputs.block_tables.abs().sum() == 0 and runner.inputs.ids.abs().sum() == 0
     eng.capture_graphs()  # the CPU captures nothing: its steps stay static, uncaptured
     assert runner.graphs == {} and eng.mode == "static"
+
+
+def test_warm_up_runs_one_step_of_the_whole_budget_and_leaves_the_engine_idle():
+    eng = _engine(TINY["llama"], True, graph_max_batch=4, max_step_tokens=96)
+    eng.warm_up()
+    totals = [s.prefill_tokens + s.decode_tokens for s in eng.stats]
+    assert max(totals) == 96 and eng.stats[0].sequences == 5  # the long prompt's chunk beside four short ones
+    assert eng.scheduler.idle and eng.blocks.num_free == len(eng.blocks.ref_count)

@@ -36,6 +36,10 @@ GPU_PARAMS = CPU_PARAMS + ("gemm_min_tokens", "token_overhead_s")
 # step_meta (the H100 calibrations of docs/calibration.md settled at 0.8-1.0 us)
 TOKEN_OVERHEAD_START_S = 1e-6
 HELD_OUT_SHARE = 0.3
+# On a GPU the weights' bandwidth fraction is measured, not fitted: the grid's decode steps cannot tell it from the
+# per-kernel launch cost (a slower bus and cheaper launches fit them as well), and fits of one H200 had put it
+# anywhere from 0.30 to 0.85 (docs/calibration.md, "The weights' bandwidth measured, not fitted")
+PINNED_BY_WEIGHTS_MEMORY = ("memory", "memory_gemv")
 # Where the fit starts besides the card's defaults: the GEMM ramp trades `compute` against `gemm_half_tokens` (a
 # lower plateau reached sooner fits mid-size prefill nearly as well), and decode trades the bandwidth fraction
 # against the per-kernel overhead and the matrix-vector fraction, so from one start the search can settle in the
@@ -77,13 +81,23 @@ def predict_step(r: StepRecord, hw: HardwareCard, eff: Efficiency, store: CardSt
     return float(timed_step(cache[key], hw, Step(r.phase, n, r.batch, r.context), wl, eff).total_s)
 
 
+def weights_bandwidth_fraction(measured: dict, hw: HardwareCard) -> float | None:
+    """The matrix-vector read microbenchmark's rate over `hw`'s bandwidth, at most 1: the better of its two runs
+    (before and after the grid), a bus ceiling being only ever under-measured. None where it was not measured."""
+    reads = [measured[k]["mv_read_bytes_per_s"] for k in ("bandwidth", "bandwidth_repeat")
+             if "mv_read_bytes_per_s" in measured.get(k, {})]
+    return min(1.0, max(reads) / hw.memory.bandwidth_bytes_per_s) if reads else None
+
+
 def fit_records(records: list[StepRecord], hw: HardwareCard, store: CardStore, on_step=None,
                 gemv_max_tokens: int | None = None, activation_cost: dict[str, float] | None = None,
-                graph_limits: dict[str, float] | None = None) -> tuple[Efficiency, dict]:
+                graph_limits: dict[str, float] | None = None,
+                weights_memory: float | None = None) -> tuple[Efficiency, dict]:
     """Fit on the fitting split; report errors on both splits per phase. Returns (efficiency, summary).
     `gemv_max_tokens`, where the measured runtime states it, is taken as given; else tried on a grid;
     `activation_cost` (measured) is kept as given. `graph_limits` (graph_max_batch, graph_max_context), where the
-    engine replayed decode steps as CUDA graphs: their launch cost is fitted apart (`graph_kernel_overhead_s`)."""
+    engine replayed decode steps as CUDA graphs: their launch cost is fitted apart (`graph_kernel_overhead_s`).
+    `weights_memory`, a measured fraction of the card's bandwidth, holds `memory` and `memory_gemv` there unfitted."""
     cache: dict = {}
     fit = [r for r in records if not is_held_out(r)]
     held = [r for r in records if is_held_out(r)]
@@ -95,13 +109,18 @@ def fit_records(records: list[StepRecord], hw: HardwareCard, store: CardStore, o
     measured = [r.seconds for r in fit]
     candidates = (gemv_max_tokens,) if gemv_max_tokens else GEMV_MAX_TOKENS
     base = replace(expected_efficiency(hw), activation_cost=activation_cost or {})
+    starts = FIT_STARTS
+    if weights_memory:
+        base = replace(base, memory=weights_memory, memory_gemv=weights_memory)
+        params = tuple(p for p in params if p not in PINNED_BY_WEIGHTS_MEMORY)
+        starts = tuple(s for s in FIT_STARTS if not set(s) & set(PINNED_BY_WEIGHTS_MEMORY))
     if "token_overhead_s" in params and not base.token_overhead_s:  # from 0 the multiplicative search never moves
         base = replace(base, token_overhead_s=TOKEN_OVERHEAD_START_S)
     if graph_limits and any(r.mode == "graphs" for r in fit):  # starts at the ordinary launch cost
         base = replace(base, graph_kernel_overhead_s=base.kernel_overhead_s, **graph_limits)
         params = params + ("graph_kernel_overhead_s",)
     fits = [fit_efficiency(predict(fit), measured, replace(base, gemv_max_tokens=rows, **start),
-                           params, on_step=on_step) for rows in candidates for start in FIT_STARTS]
+                           params, on_step=on_step) for rows in candidates for start in starts]
     eff = min(fits, key=lambda e: fit_loss(predict(fit), measured, e))
     summary = {}
     for label, rows in (("fit", fit), ("held_out", held)):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from roofline.calibrate.calibration import activation_costs, calibrated_card, fit_records
+from roofline.calibrate.calibration import (activation_costs, calibrated_card, fit_records,
+                                           weights_bandwidth_fraction)
 from roofline.calibrate.grids import grid_points, grid_spec
 from roofline.calibrate.quality import assess
 from roofline.cards.hardware import HardwareCard
@@ -122,7 +123,8 @@ def calibrate(store: CardStore, device: str = "auto", grid: str = "quick", hw: s
     eff, summary = fit_records(records, probe, store, on_step=lambda: progress.advance(0.1),
                                gemv_max_tokens=eng.bench.matrix_vector_rows(dev, dtype),
                                activation_cost=activation_costs(measured["activations_s"]),
-                               graph_limits=None if eager else graph_limits(eng.engine.EngineConfig()))
+                               graph_limits=None if eager else graph_limits(eng.engine.EngineConfig()),
+                               weights_memory=None if dev == "cpu" else weights_bandwidth_fraction(measured, base))
     meta = {"device": eng.device.name(dev), **eng.device.versions(), "dtype": dtype, "grid": grid}
     data = calibrated_card(base, eff, summary, measured, meta, name=None if dev == "cuda" else "host-cpu",
                            measured_peaks=peaks)

@@ -90,8 +90,7 @@ def serving_validation(hw, st, device: str, dtype: str, spec: dict = SPEC) -> li
     eng = LLMEngine(card, dtype=dtype, device=device, max_num_seqs=spec["max_num_seqs"],
                     max_step_tokens=spec["step_tokens"], max_kv_bytes=1e9, prefix_caching=False)
     setup = simulator_setup(card, hw, spec, dtype, eng.cfg.block_size, len(eng.blocks.ref_count))
-    eng.generate([[1] * 64] * 4, 4)  # warm-up: allocator and kernels
-    eng.capture_graphs()  # on CUDA every decode bucket, as a server captures at start-up: no request waits on one
+    eng.warm_up()  # a full-budget step and every decode graph, as a server starts: no request waits on either
     # the Poisson rate: ~70% of what the simulator says one replica sustains in a closed loop of `clients`
     probe = simulate(Fleet(setup), closed=ClosedLoop(spec["clients"], trace(spec, 1.0)))
     rate = 0.7 * probe.summary()["requests_per_s"]
