@@ -65,7 +65,8 @@ def refit_records(records: list[StepRecord], data: dict, st: CardStore,
     base = st.hardware(data["name"])
     eff, summary = fit_records(records, base, st, gemv_max_tokens=cal["values"].get("gemv_max_tokens"),
                                activation_cost=cal.get("activation_cost"), graph_limits=limits,
-                               weights_memory=weights_bandwidth_fraction(cal["microbench"], base))
+                               weights_memory=None if base.kind == "cpu" else
+                               weights_bandwidth_fraction(cal["microbench"], base))
     meta = {k: cal[k] for k in ("device", "torch", "driver", "dtype", "grid") if k in cal}
     return HardwareCard.model_validate(calibrated_card(base, eff, summary, cal["microbench"], meta)), summary
 

@@ -134,7 +134,7 @@ class LLMEngine:
         `profile_run` runs a dummy batch of `max_num_batched_tokens`), so the allocator already holds the largest
         step's activations and no request pays their first allocation; then every decode bucket's CUDA graph."""
         pool_tokens = len(self.blocks.ref_count) * self.cfg.block_size
-        short = [[1] * 16] * 4  # decode rows beside the long prompt's chunk: the budget's step is a mixed one
+        short = [[1] * 16] * 4  # with the long prompt's chunk they fill the budget; then they decode beside its rest
         long_tokens = max(1, min(self.cfg.max_step_tokens, self.card.architecture.max_context, pool_tokens // 2) - 8)
         self.generate(short + [[1] * long_tokens], 2)
         self.capture_graphs()

@@ -38,7 +38,7 @@ TOKEN_OVERHEAD_START_S = 1e-6
 HELD_OUT_SHARE = 0.3
 # On a GPU the weights' bandwidth fraction is measured, not fitted: the grid's decode steps cannot tell it from the
 # per-kernel launch cost (a slower bus and cheaper launches fit them as well), and fits of one H200 had put it
-# anywhere from 0.30 to 0.85 (docs/calibration.md, "The weights' bandwidth measured, not fitted")
+# anywhere from 0.30 to 1.00 (docs/calibration.md, "The weights' bandwidth measured, not fitted")
 PINNED_BY_WEIGHTS_MEMORY = ("memory", "memory_gemv")
 # Where the fit starts besides the card's defaults: the GEMM ramp trades `compute` against `gemm_half_tokens` (a
 # lower plateau reached sooner fits mid-size prefill nearly as well), and decode trades the bandwidth fraction
