@@ -3,6 +3,7 @@
 import json
 import tracemalloc
 
+import numpy as np
 import pytest
 from conftest import run_cli
 
@@ -355,3 +356,15 @@ def test_percentiles_beyond_the_histogram_read_the_largest_sample():
     small = Histogram()
     small.add([0.010, 0.020, 0.030])
     assert small.percentile(99) <= 0.030 and small.percentile(50) == pytest.approx(0.020, rel=0.005)
+
+
+def test_a_fractional_length_names_the_whole_number_and_a_zero_spread_is_a_fixed_length():
+    with pytest.raises(RooflineError, match="whole number of tokens; use 11"):
+        parse_lengths("--prompt", "10.7")
+    rng = np.random.default_rng(0)
+    for text in ("normal:500,0", "lognormal:500,0"):
+        assert set(parse_lengths("--prompt", text).draw(rng, 50)) == {500}
+    for bad in ("normal:500,-1", "uniform:0,10", "normal:0,5"):
+        with pytest.raises(RooflineError, match="positive token counts"):
+            parse_lengths("--prompt", bad)
+    assert parse_lengths("--prompt", "1.5k").mean == 1536

@@ -60,17 +60,22 @@ class Lengths:
 
 def parse_lengths(option: str, text: str) -> Lengths:
     """'512', 'uniform:128,1024', 'normal:512,64', 'lognormal:512,256' (k/K suffixes allowed)."""
-    from roofline.cards.units import QuantityError, parse_tokens
+    from roofline.cards.units import QuantityError, parse_quantity
 
     kind, _, rest = str(text).partition(":") if ":" in str(text) else ("fixed", "", str(text))
     try:
-        values = [float(parse_tokens(v.strip())) for v in rest.split(",") if v.strip()]
+        values = [float(parse_quantity(v.strip(), "tokens")) for v in rest.split(",") if v.strip()]
     except QuantityError:
         values = []
     expected = 1 if kind == "fixed" else 2
-    if kind not in DISTRIBUTIONS or len(values) != expected or min(values, default=0) <= 0:
+    # a spread of 0 is a fixed length (normal:500,0 = 500); every other count must be positive
+    if kind not in DISTRIBUTIONS or len(values) != expected or values[0] <= 0 or min(values) < 0 \
+            or (kind == "uniform" and values[1] <= 0):
         raise RooflineError(f"{option} {text!r}: use N, uniform:LOW,HIGH, normal:MEAN,SD or lognormal:MEAN,SD "
-                            f"with positive token counts")
+                            f"with positive token counts (an SD may be 0)")
+    if kind == "fixed" and not values[0].is_integer():
+        raise RooflineError(f"{option} {text!r}: a length is a whole number of tokens; use "
+                            f"{max(1, round(values[0])):,}")
     if max(values) > MAX_LENGTH_TOKENS:
         raise RooflineError(f"{option} {text!r}: {max(values):,.0f} tokens is beyond any model's context; give "
                             f"token counts up to {MAX_LENGTH_TOKENS:,.0f}")
