@@ -35,17 +35,16 @@ def __getattr__(name: str):
 
 
 def _resolve(cards: Iterable[str | Path] | None):
-    """(model lookup, hardware lookup, format lookup) over the bundled, user and `cards` directories; card objects
-    pass through. The format lookup gives what a checkpoint's name or an Ollama tag carries ('nvidia/Gemma-4-31B-IT-
-    NVFP4' -> 'ffn=nvfp4,default=bf16'), else None."""
+    """(model lookup, hardware lookup) over the bundled, user and `cards` directories; card objects pass through.
+    The model lookup gives the card and the format its name carries ('nvidia/Gemma-4-31B-IT-NVFP4' ->
+    'ffn=nvfp4,default=bf16', an Ollama tag's quant), else None."""
     from roofline.cards.hardware import HardwareCard
     from roofline.cards.model import ModelCard
     from roofline.importers import open_store
 
     st = open_store([Path(c) for c in cards or []])
-    return (lambda m: m if isinstance(m, ModelCard) else st.model_and_format(m)[0],
-            lambda h: h if isinstance(h, HardwareCard) else st.hardware(h),
-            lambda m: None if isinstance(m, ModelCard) else st.model_and_format(m)[1])
+    return (lambda m: (m, None) if isinstance(m, ModelCard) else st.model_and_format(m),
+            lambda h: h if isinstance(h, HardwareCard) else st.hardware(h))
 
 
 def _tagged_quant(fields: dict, formats: set) -> dict:
@@ -70,9 +69,10 @@ def predict(model: str | ModelCard, hardware: str | HardwareCard, workload: Work
     from roofline.perf.request import predict as _predict
     from roofline.perf.workload import make_workload
 
-    model_of, hw_of, format_of = _resolve(cards)
-    wl = workload or make_workload(**_tagged_quant(fields, {format_of(model)}))
-    return _predict(model_of(model), hw_of(hardware), wl, draft=model_of(draft) if draft else None)
+    model_of, hw_of = _resolve(cards)
+    card, fmt = model_of(model)
+    wl = workload or make_workload(**_tagged_quant(fields, {fmt}))
+    return _predict(card, hw_of(hardware), wl, draft=model_of(draft)[0] if draft else None)
 
 
 def sweep(models, hardware, batches=(1,), prompts=(500,), workload: Workload | None = None, *,
@@ -83,8 +83,9 @@ def sweep(models, hardware, batches=(1,), prompts=(500,), workload: Workload | N
     from roofline.perf.grid import sweep as _sweep
     from roofline.perf.workload import make_workload
 
-    model_of, hw_of, format_of = _resolve(cards)
+    model_of, hw_of = _resolve(cards)
     models = [models] if isinstance(models, (str, ModelCard)) else models
     hardware = [hardware] if isinstance(hardware, (str, HardwareCard)) else hardware
-    wl = workload or make_workload(**_tagged_quant(fields, {format_of(m) for m in models}))
-    return _sweep([model_of(m) for m in models], [hw_of(h) for h in hardware], batches, prompts, wl, ceiling)
+    resolved = [model_of(m) for m in models]
+    wl = workload or make_workload(**_tagged_quant(fields, {fmt for _, fmt in resolved}))
+    return _sweep([card for card, _ in resolved], [hw_of(h) for h in hardware], batches, prompts, wl, ceiling)
