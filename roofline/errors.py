@@ -23,13 +23,17 @@ class RooflineError(Exception):
 class UnknownNameError(RooflineError):
     """'unknown hardware 'h1000'; did you mean h100-sxm?' — `known` maps every spelling to its canonical name."""
 
-    def __init__(self, what: str, name: str, known: Sequence[str] | Mapping[str, str], hint: str = ""):
+    def __init__(self, what: str, name: str, known: Sequence[str] | Mapping[str, str], hint: str = "",
+                 unreadable: str = ""):
+        """`hint` is said when nothing is close; `unreadable` (a card file that failed to load, which may be the
+        one meant) always."""
         spellings = {k.lower(): v for k, v in (known.items() if isinstance(known, Mapping) else ((k, k) for k in known))}
-        close = difflib.get_close_matches(name.strip().lower(), list(spellings), n=6, cutoff=0.6)
+        close = difflib.get_close_matches(name.strip().lower()[:200], list(spellings), n=6, cutoff=0.6)
         self.matches = list(dict.fromkeys(spellings[c] for c in close))[:3]
         suggestion = f"; did you mean {', '.join(self.matches)}?" if self.matches else ""
-        tail = f" ({hint})" if hint and not self.matches else ""
-        super().__init__(f"unknown {what} '{name}'{suggestion}{tail}")
+        tails = [hint] if hint and not self.matches else []
+        tail = f" ({'; '.join(tails + [unreadable] if unreadable else tails)})" if tails or unreadable else ""
+        super().__init__(f"unknown {what} {shown(name, 80)}{suggestion}{tail}")
         self.name = name
 
 

@@ -32,7 +32,7 @@ def write_gguf(path: Path, arch: str, metadata: dict, tensors: dict[str, tuple[t
 
     w = gguf.GGUFWriter(str(path), arch)
     for key, value in metadata.items():
-        full = key if key.startswith(("general.", "tokenizer.")) else f"{arch}.{key}"
+        full = key if key.startswith(("general.", "tokenizer.", "split.")) else f"{arch}.{key}"
         if isinstance(value, bool):
             w.add_bool(full, value)
         elif isinstance(value, int):

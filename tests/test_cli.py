@@ -27,10 +27,10 @@ def test_hw_list_json_has_every_required_card_with_si_fields():
     assert set(REQUIRED_HW) <= set(cards)
     h100 = cards["h100-sxm"]
     assert h100["memory"]["bandwidth_bytes_per_s"] == 3.35e12
-    assert h100["peak_flops"]["bf16"] == pytest.approx(989.4e12)
+    assert h100["peak_flop_per_s"]["bf16"] == pytest.approx(989.4e12)
     assert h100["ridge_flop_per_byte"]["bf16"] == pytest.approx(989.4e12 / 3.35e12)
     for card in cards.values():
-        assert {"name", "vendor", "kind", "memory", "peak_flops", "sources", "origin"} <= set(card)
+        assert {"name", "vendor", "kind", "memory", "peak_flop_per_s", "sources", "origin"} <= set(card)
         assert card["memory"]["capacity_bytes"] > 0 and card["memory"]["bandwidth_bytes_per_s"] > 0
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from roofline.cards.model import ModelCard, expand_pattern
-from roofline.cards.store import load_card
+from roofline.cards.card_file import load_card
 from roofline.errors import CardError, RooflineError
 from roofline.importers import open_store
 from roofline.importers.config_json import (

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from roofline.cards.files import MAX_CARD_BYTES, parse_yaml, read_text
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
-from roofline.cards.store import validate_card
+from roofline.cards.card_file import validate_card
 from roofline.errors import RooflineError
 from roofline.importers.config_json import card_from_config
 
@@ -238,7 +238,7 @@ def test_cards_option_pointing_at_nothing(tmp_path, capsys):
     (tmp_path / "file").write_text("x")
     refused(cli(capsys, "hw", "list", "--cards", tmp_path / "file"), "--cards")
     (tmp_path / "empty").mkdir()
-    refused(cli(capsys, "hw", "list", "--cards", tmp_path / "empty"), "neither")
+    refused(cli(capsys, "hw", "list", "--cards", tmp_path / "empty"), "has none of the folders")
 
 
 def test_sweep_and_compare_share_the_guards(capsys):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from roofline.cards.model import ModelCard
-from roofline.cards.store import CardStore, bundled_dir, load_card, names_of
+from roofline.cards.card_file import load_card
+from roofline.cards.store import CardStore, bundled_dir, names_of
 from roofline.sizing import kv, params
 
 MODELS_DIR = bundled_dir() / "models"

@@ -46,12 +46,12 @@ def test_roofline_plot_points_are_predicts_steps(phase, gpus):
 
 
 def test_serve_plot_shows_the_run_it_simulated(tmp_path):
-    """The pictured series is the run's: a closed loop of 6 clients never has more than 6 requests in the system,
-    and a pool too small for them makes the queue and the KV use visible."""
-    out = run_cli("plot", "serve", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--concurrency", "6", "--requests",
-                  "12", "--prompt", "8k", "--output", "64", "-o", str(tmp_path / "s.svg"), "--json")
+    """The pictured series is the run's: a closed loop of 10 clients never has more than 10 requests in the system,
+    and a pool too small for them (7 fit) makes the queue and the KV use visible."""
+    out = run_cli("plot", "serve", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--concurrency", "10", "--requests",
+                  "20", "--prompt", "8k", "--output", "64", "-o", str(tmp_path / "s.svg"), "--json")
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert d["runtime"] == "generic" and d["points"] > 5
-    assert 0 < d["peak_running"] < 6 and 0 < d["peak_waiting"] <= 6 - d["peak_running"] + 1
+    assert 0 < d["peak_running"] < 10 and 0 < d["peak_waiting"] < 10  # one runs whenever any waits
     assert 0.5 < d["peak_kv_use"] <= 1.0

@@ -273,12 +273,13 @@ def test_fits_vllm_concurrency_comes_from_the_preallocated_pool():
     args = ("fits", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--context", "32k", "--json")
     generic, vllm = (json.loads(run_cli(*args, *extra).stdout) for extra in ((), ("--runtime", "vllm")))
     assert vllm["memory_policy"] == {"policy": "preallocate", "gpu_memory_utilization": 0.9, "context_default": False}
-    assert vllm["capacity_bytes"] == pytest.approx(0.9 * generic["capacity_bytes"])
+    assert generic["capacity_bytes"] == 80 * 2**30  # the datasheet's 80 GB of HBM3 is binary
+    assert vllm["capacity_bytes"] == pytest.approx(0.9 * 81559 * 2**20)  # of what nvidia-smi reports on an H100
     assert vllm["max_concurrency"] < generic["max_concurrency"]
 
 
 def test_fits_ollama_allocates_its_default_context_unless_asked():
-    base = ("fits", "-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "q4_k_m", "--runtime", "ollama", "--json")
+    base = ("fits", "-m", "llama-3.1-8b", "--hw", "rtx-4080", "--quant", "q4_k_m", "--runtime", "ollama", "--json")
     default, asked = json.loads(run_cli(*base).stdout), json.loads(run_cli(*base, "--context", "32k").stdout)
     assert default["context_tokens"] == 4096 and default["memory_policy"]["context_default"]
     assert asked["context_tokens"] == 32768 and asked["kv_quant"] == "fp16"

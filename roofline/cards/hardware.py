@@ -27,7 +27,8 @@ class Memory(Strict):
     bandwidth_bytes_per_s: PositiveBytesPerS = Field(alias="bandwidth")
     type: str | None = None
     unified: StrictBool = False
-    # unified parts: what the OS, CPU and driver keep out of the GPU's reach (capacity - usable)
+    # what software cannot allocate (capacity - what the device reports): the driver's firmware and ECC share on a
+    # discrete GPU; the OS, CPU and driver's share on a unified part
     reserved_bytes: Bytes = Field(0.0, alias="reserved")
 
     @property
@@ -115,6 +116,14 @@ class HardwareCard(Strict):
     @classmethod
     def _lowercase_name(cls, v: str) -> str:
         return card_name(v, "h100-sxm")
+
+    @field_validator("vendor")
+    @classmethod
+    def _lowercase_vendor(cls, v: str) -> str:
+        """'NVIDIA' is nvidia: `hw list --vendor` and the efficiency scopes ('nvidia-gpu') compare it lowercase."""
+        if not v.strip():
+            raise ValueError("give the maker, e.g. nvidia, amd, intel, apple")
+        return v.strip().lower()
 
     @model_validator(mode="after")
     def _has_compute_and_sources(self):

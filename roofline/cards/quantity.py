@@ -12,6 +12,8 @@ from roofline.cards.units import parse_quantity
 # the slowest rate a card may state: 1 MB/s or 1 MFLOP/s (a 1990s PC's); a smaller one is a lost unit prefix, and
 # every time divided by it overflows
 MIN_RATE = 1e6
+# the smallest memory a card may state, 1 MB: a bare "80" is 80 bytes, a lost unit, not a device
+MIN_MEMORY_BYTES = 1e6
 
 
 def _as(kind, positive: bool = False, floor: float = 0.0):
@@ -35,7 +37,7 @@ Watts = Annotated[float, _as("watts")]
 Seconds = Annotated[float, _as("seconds")]
 
 # figures a division uses (capacity, bandwidth, peaks): zero is a typo, never a device
-PositiveBytes = Annotated[float, _as("bytes", positive=True)]
+PositiveBytes = Annotated[float, _as("bytes", positive=True, floor=MIN_MEMORY_BYTES)]
 PositiveBytesPerS = Annotated[float, _as("bytes_per_s", positive=True, floor=MIN_RATE)]
 PositiveFlopPerS = Annotated[float, _as("flop_per_s", positive=True, floor=MIN_RATE)]
 LinkBytesPerS = Annotated[float, _as("bytes_per_s", floor=MIN_RATE)]  # 0: no link

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 from typing import Annotated, Any, get_args
 
@@ -70,8 +71,18 @@ def _numeric(annotation: object) -> bool:
 
 
 def first_problem(err: ValidationError) -> tuple[str, str, dict]:
-    """The first thing pydantic found wrong: (dotted location, message without pydantic's prefix, the raw error)."""
-    first = err.errors()[0]
+    """The first thing pydantic found wrong: (dotted location, message without pydantic's prefix, the raw error).
+    A required field missing beside an unknown one spelt like it is the misspelling: 'homepag: unknown field; did
+    you mean homepage?' (the raw error then carries `suggestion`)."""
+    errors = err.errors()
+    first = errors[0]
+    if first["type"] == "missing":
+        wanted = str(first["loc"][-1])
+        for e in errors:
+            if e["type"] == "extra_forbidden" and e["loc"][:-1] == first["loc"][:-1] \
+                    and difflib.get_close_matches(str(e["loc"][-1]), [wanted], cutoff=0.6):
+                return ".".join(str(p) for p in e["loc"]), f"unknown field; did you mean {wanted}?", \
+                    {**e, "suggestion": wanted}
     loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "missing":

@@ -10,16 +10,15 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from roofline.cards.files import read_yaml_file
+from roofline.cards.card_file import DIRECTORY, WEIGHT_FILE_SUFFIXES, ModelLoader, load_card
 from roofline.cards.formats import WEIGHT_FORMATS
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
-from roofline.cards.schema import first_problem
 from roofline.errors import CardError, RooflineError, UnknownNameError
 
 if TYPE_CHECKING:
@@ -52,49 +51,12 @@ def user_dir() -> Path:
     return Path(os.environ.get("ROOFLINE_HOME") or Path.home() / ".config" / "roofline")
 
 
-def read_yaml(path: Path) -> dict:
-    """A card file's mapping, read through the bounded loader (size, depth, aliases, duplicate keys)."""
-    data = read_yaml_file(path)
-    if not isinstance(data, dict):
-        raise CardError(path, "", "a card must be a YAML mapping of fields (name: ..., ...)")
-    return data
-
-
-# a complete card of each kind, shown where a card has a field its schema lacks
-_EXAMPLE = {"HardwareCard": "roofline hw show h100-sxm", "ModelCard": "roofline models show llama-3.1-8b",
-            "RuntimeProfile": "roofline runtimes show vllm"}
-
-
-def validate_card(schema: type[Card], data: dict, path: object) -> Card:
-    """Validate a mapping into a card; the first problem becomes one line naming file, field and fix."""
-    try:
-        return schema.model_validate(data)
-    except ValidationError as err:
-        loc, msg, first = first_problem(err)
-        loc = loc or "card"
-        if first["type"] == "extra_forbidden":
-            example = _EXAMPLE.get(schema.__name__, _EXAMPLE["HardwareCard"])
-            msg = f"unknown field (check the spelling; see `{example}` for a complete card)"
-        raise CardError(path, loc, msg) from None
-
-
-ModelLoader = Callable[[Path], ModelCard]
-# weight files that hold tensors but not the architecture: their folder (or config.json) is the model
-WEIGHT_FILE_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
-DIRECTORY = "/"  # the model_loaders key of the reader of a folder (a safetensors checkpoint)
-
-
-def load_card(schema: type[Card], path: Path, model_loaders: dict[str, ModelLoader] | None = None) -> Card:
-    """A card from a YAML file, or a model from a file an importer reads (config.json, ...) by its suffix."""
-    key = DIRECTORY if path.is_dir() else path.suffix.lower()
-    loader = (model_loaders or {}).get(key) if schema is ModelCard else None
-    if loader is not None:
-        return loader(path)
-    card = validate_card(schema, read_yaml(path), path)
-    if card.name != path.stem.lower():  # the same rule for a card found in a directory and one given by path
-        raise CardError(path, "name", f"'{card.name}' must match the file name '{path.stem}' "
-                                      f"(rename the file to {card.name}{path.suffix} or change name:)")
-    return card
+def _check_user_dir(home: Path) -> None:
+    """$ROOFLINE_HOME may be absent (nothing of the user's yet), never a file where a folder belongs."""
+    for path in (home, *(home / kind for kind in KINDS)):
+        if path.exists() and not path.is_dir():
+            raise RooflineError(f"ROOFLINE_HOME: {path} is not a folder; point ROOFLINE_HOME at a folder holding "
+                                "hardware/, models/ and runtimes/ (or unset it for ~/.config/roofline)")
 
 
 @dataclass
@@ -118,12 +80,15 @@ class CardStore:
     def __post_init__(self):
         for d in self.extra_dirs:
             if isinstance(d, str) and not d.strip():  # --cards '' (the CLI passes the text; Path('') is '.')
-                raise RooflineError("--cards: empty path; give the folder that holds hardware/ and/or models/ "
-                                    "(--cards ./my-cards)")
+                raise RooflineError("--cards: empty path; give the folder that holds hardware/, models/ and/or "
+                                    "runtimes/ (--cards ./my-cards)")
             if not Path(d).is_dir():
-                raise RooflineError(f"--cards: {d} is not a directory (it should hold hardware/ and/or models/)")
+                raise RooflineError(f"--cards: {d} is not a directory (it should hold hardware/, models/ and/or "
+                                    "runtimes/)")
             if not any((Path(d) / kind).is_dir() for kind in KINDS):
-                raise RooflineError(f"--cards: {d} has neither a hardware/ nor a models/ folder")
+                raise RooflineError(f"--cards: {d} has none of the folders hardware/, models/, runtimes/")
+        if self.with_user_cards:
+            _check_user_dir(user_dir())
 
     def sources(self) -> list[tuple[str, Path]]:
         user = [("user", user_dir())] if self.with_user_cards else []
@@ -183,7 +148,11 @@ class CardStore:
         if kind == "models" and as_path.suffix.lower() in WEIGHT_FILE_SUFFIXES and as_path.is_file():
             raise RooflineError(f"{as_path}: a weights file alone has no architecture; give its checkpoint folder "
                                 "(config.json beside the *.safetensors), the config.json or a .gguf file")
-        if as_path.suffix in (".yaml", ".yml", *self.model_loaders) or os.sep in name and as_path.exists():
+        looks_like_path = name.startswith(("/", "./", "../", "~")) or as_path.suffix.lower() in (".yaml", ".yml",
+                                                                                                 *self.model_loaders)
+        if looks_like_path or os.sep in name and as_path.exists():
+            if kind == "models" and as_path.name.endswith(".safetensors.index.json") and as_path.is_file():
+                as_path = as_path.parent  # the index names the checkpoint: read its folder
             if as_path.is_dir() and kind == "models" and DIRECTORY in self.model_loaders:
                 return self.model_loaders[DIRECTORY](as_path)
             if not as_path.exists():
@@ -207,8 +176,8 @@ class CardStore:
                 return self._card(kind, self._entries(kind)[found[0]])
         known = {alias: c.name for c in self.all(kind) for alias in names_of(c)}
         bad = self.problems(kind)
-        hint = f"see `{LIST_CMD[kind]}`" + (f"; {len(bad)} card(s) could not be read, e.g. {bad[0]}" if bad else "")
-        raise UnknownNameError(what, name, known, hint)
+        unreadable = f"{len(bad)} card file(s) could not be read, e.g. {bad[0]}" if bad else ""
+        raise UnknownNameError(what, name, known, f"see `{LIST_CMD[kind]}`", unreadable)
 
     def _by_name(self, kind: str, name: str):
         """The card whose file stem, name or alias is `name`: exactly (case-insensitive), else with spaces, case
@@ -281,6 +250,8 @@ class CardStore:
                 if sized and not any(_SIZE.fullmatch(t) for t in toks):
                     continue
                 if numbered and not any(any(ch.isdigit() for ch in t) for t in toks):
+                    continue
+                if numbered and _another_part(card, words - set(toks)):
                     continue
                 if toks and set(toks) <= words:
                     best[card.name] = max(best.get(card.name, 0), len(toks))
@@ -358,6 +329,19 @@ def split_format_tag(name: str) -> tuple[str, str | None]:
 
 
 _SIZE = re.compile(r"\d+[bm]")  # a parameter-count token: "4b", "70b", "135m"
+
+
+_VARIANT_WORDS = {"ti", "super", "laptop", "mobile", "notebook", "maxq", "nvl", "xt", "xtx", "gre"}
+_MEMORY_SIZE = re.compile(r"(\d+)gb?")  # "8g", "24gb"
+
+
+def _another_part(card, extra: set[str]) -> bool:
+    """Whether words a name has beyond a card's alias name another part: a variant ("ti", "laptop", "nvl") or a
+    memory size the card lacks ("rtx-3060-8g" is not the 12 GiB rtx-3060-12g)."""
+    if extra & _VARIANT_WORDS:
+        return True
+    gib = round(card.memory.capacity_bytes / 2**30)
+    return any(int(m.group(1)) != gib for w in extra if (m := _MEMORY_SIZE.fullmatch(w)))
 
 
 def _tokens(text: str) -> list[str]:

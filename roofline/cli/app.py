@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import traceback
 from typing import Annotated, Optional
 
 import typer
@@ -70,6 +71,14 @@ def _one_line(text: str) -> str:
     return " ".join(plain(text).split())
 
 
+def _user_error(message: str, debug: bool) -> None:
+    """One line and exit 2 (with --debug, the traceback first: the exit code still says a user error)."""
+    if debug:
+        traceback.print_exc()
+    sys.stderr.write(f"error: {_one_line(message)}\n")
+    sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI. User errors (ours and the argument parser's): one line on stderr, exit 2, control characters
     removed. `--debug` anywhere shows the traceback."""
@@ -86,10 +95,10 @@ def main(argv: list[str] | None = None) -> None:
         app = build_app(first if first in COMMANDS else None)
         code = app(args=args, prog_name="roofline", standalone_mode=False)
     except RooflineError as err:
-        if debug:
-            raise
-        sys.stderr.write(f"error: {_one_line(str(err))}\n")
-        sys.exit(2)
+        _user_error(str(err), debug)
+    except PermissionError as err:  # a path the user named that the OS will not let us read or write
+        _user_error(f"{err.filename or 'a file'}: permission denied; check its permissions or choose another path",
+                    debug)
     except click.NoArgsIsHelpError as err:  # `roofline hw`: the group's help, as a user asked
         sys.stdout.write(err.ctx.get_help() + "\n")
         sys.exit(0)

@@ -10,7 +10,8 @@ import typer
 from roofline.calibrate.grids import grid_spec
 from roofline.calibrate.quality import should_write, versus_existing
 from roofline.cards.files import check_output_dir
-from roofline.cards.store import read_yaml, user_dir
+from roofline.cards.card_file import read_yaml
+from roofline.cards.store import user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, store
 from roofline.cli.output import Column, console, emit, table
 from roofline.engine import check_dtype

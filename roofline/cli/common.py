@@ -13,6 +13,7 @@ from roofline.cards.units import DECIMAL_COMMA_HINT, QuantityError, parse_tokens
 from roofline.cli.output import warn
 from roofline.errors import RooflineError, UnknownNameError
 from roofline.importers import open_store
+from roofline.importers.checkpoint import assumed_notes
 from roofline.perf.efficiency import Efficiency, check_runtime_supports, expected_efficiency
 from roofline.perf.serving.policy import replica_memory_bytes
 from roofline.perf.workload import MAX_COUNT
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (numbers in SI units).")]
 CardsOpt = Annotated[
     Optional[list[str]],  # text, not Path: Path('') is '.', and --cards '' must be refused, not read as the cwd
-    typer.Option("--cards", help="Extra card directory with hardware/ and models/ (overrides bundled and user cards)."),
+    typer.Option("--cards", help="Extra card directory with hardware/, models/ and/or runtimes/ (overrides bundled and "
+                                  "user cards)."),
 ]
 
 
@@ -145,8 +147,7 @@ def runtime_sizing(choice: RuntimeChoice | None, hw, wl) -> tuple:
     text = capacity_label(view.memory.capacity_bytes, view.memory.capacity_binary)
     util = policy["gpu_memory_utilization"]
     if util:
-        text += f" ({util:.0%} of {capacity_label(hw.memory.capacity_bytes, hw.memory.capacity_binary)}, the share " \
-                "the runtime takes)"
+        text += f" ({util:.0%} of {reported_label(hw)}, the share the runtime takes)"
     return view, Deployment(wl.tp, wl.pp, blocks, step), text
 
 
@@ -174,7 +175,7 @@ def model_and_quant(st: CardStore, name: str, quant: Optional[str]):
 
     card, tagged = st.model_and_format(name)
     if Path(name).expanduser().exists():  # read from a file: what the importer assumed is said, not buried
-        _, _, notes = (card.notes or "").partition("; ")
+        notes = assumed_notes(card.notes)
         if notes:
             warn(f"{card.name}: {notes}")
     if quant is not None and tagged is not None and parse_quant(quant) != parse_quant(tagged):
@@ -189,6 +190,17 @@ def capacity_label(capacity_bytes: float, binary: bool) -> str:
     if binary:
         return f"{capacity_bytes / 2**30:,.0f} GiB ({capacity_bytes / 1e9:,.1f} GB)"
     return f"{capacity_bytes / 1e9:,.1f} GB"
+
+
+def reported_label(hw) -> str:
+    """The memory a device reports, which a preallocating runtime takes its share of: the capacity, less the reserve
+    where the card has one ('22.5 GiB, what the device reports of its 24 GiB')."""
+    m = hw.memory
+    if not m.reserved_bytes:
+        return capacity_label(m.capacity_bytes, m.capacity_binary)
+    unit, scale = ("GiB", 2**30) if m.capacity_binary else ("GB", 1e9)
+    whole = m.capacity_bytes / scale
+    return f"{m.usable_bytes / scale:,.1f} {unit}, what the device reports of its {whole:,.0f} {unit}"
 
 
 def fmt_margin(n_bytes: float) -> str:

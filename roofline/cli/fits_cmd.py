@@ -175,9 +175,12 @@ def render(d: dict, b: Budget, card, hw):
              ("activations (max step tokens)", _gb(d["budget"]["activations"])),
              ("runtime (CUDA context, framework)", _gb(d["budget"]["runtime"]))]
     if d["budget"]["reserved"]:
-        rows.append(("reserved by the OS/CPU (unified memory)", _gb(d["budget"]["reserved"])))
+        keeper = "the OS/CPU (unified memory)" if hw.memory.unified else "the driver (firmware, ECC)"
+        rows.append((f"reserved by {keeper}", _gb(d["budget"]["reserved"])))
     util = d["memory_policy"]["gpu_memory_utilization"]
-    cap = _gb(d["capacity_bytes"]) + (f" ({d['capacity_bytes'] / 2**30:,.0f} GiB)" if hw.memory.capacity_binary else "")
+    gib = d["capacity_bytes"] / 2**30
+    places = 0 if gib == round(gib) else 1
+    cap = _gb(d["capacity_bytes"]) + (f" ({gib:,.{places}f} GiB)" if hw.memory.capacity_binary else "")
     rows += [("total", _gb(d["total_bytes"])),
              (f"capacity{per}" + (f" ({util:.0%} the runtime takes)" if util else ""), cap)]
     title = f"{card.name} on {d['gpus']} × {hw.name}" if d["gpus"] > 1 else f"{card.name} on {hw.name}"

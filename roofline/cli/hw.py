@@ -20,10 +20,18 @@ def hw_record(card: HardwareCard, origin: str | None = None) -> dict:
     data = card.model_dump(mode="json")
     bw = card.memory.bandwidth_bytes_per_s
     data["memory"]["usable_bytes"] = card.memory.usable_bytes
+    data["peak_flop_per_s"] = data.pop("peak_flops")  # dense, per math dtype (int8: op/s); the key says the unit
     data["ridge_flop_per_byte"] = {k: v / bw for k, v in card.peak_flops.as_dict().items()}
     if origin:
         data["origin"] = origin
     return data
+
+
+def bandwidth_label(bytes_per_s: float) -> str:
+    """A memory bandwidth as datasheets print it: '3.35 TB/s (3,350 GB/s)' from 1 TB/s up, else '273 GB/s'."""
+    if bytes_per_s >= 1e12:
+        return f"{bytes_per_s / 1e12:.4g} TB/s ({bytes_per_s / 1e9:,.0f} GB/s)"
+    return f"{bytes_per_s / 1e9:,.4g} GB/s"
 
 
 def matches(card: HardwareCard, query: str) -> bool:
@@ -86,12 +94,18 @@ def show(name: Annotated[str, typer.Argument(help="Card name, alias or path to a
 
     def render():
         m, ic = card.memory, card.interconnect
-        rows = [("name", card.name), ("aliases", ", ".join(card.aliases)), ("vendor / kind", f"{card.vendor} / {card.kind}"),
+        rows = [("name", card.name), ("origin", data.get("origin", "")), ("aliases", ", ".join(card.aliases)),
+                ("vendor / kind", f"{card.vendor} / {card.kind}"),
                 ("description", card.description),
                 ("memory", f"{capacity_label(m.capacity_bytes, m.capacity_binary)} {m.type or ''}"),
-                ("bandwidth", f"{gb(m.bandwidth_bytes_per_s)} GB/s")]
+                ("bandwidth", bandwidth_label(m.bandwidth_bytes_per_s))]
+        unit, scale = ("GiB", 2**30) if m.capacity_binary else ("GB", 1e9)
         if m.unified:
-            rows.append(("unified memory", f"yes; OS/CPU keep {gb(m.reserved_bytes)} GB, GPU can use {gb(m.usable_bytes)} GB"))
+            rows.append(("unified memory", f"yes; OS/CPU keep {m.reserved_bytes / scale:,.1f} {unit}, GPU can use "
+                                           f"{m.usable_bytes / scale:,.1f} {unit}"))
+        elif m.reserved_bytes:
+            rows.append(("reported", f"{m.usable_bytes / scale:,.2f} {unit} ({gb(m.usable_bytes)} GB): the driver "
+                                     f"keeps {m.reserved_bytes / 2**20:,.0f} MiB"))
         for dtype, peak in card.peak_flops.as_dict().items():
             ridge = peak / m.bandwidth_bytes_per_s
             unit, op = ("TOPS", "op") if dtype.startswith("int") else ("TFLOP/s", "FLOP")

@@ -13,6 +13,7 @@ from roofline.cards.store import CardStore, card_to_yaml, names_of, user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, billions, gb, store
 from roofline.cli.output import Column, emit, table, warn
 from roofline.errors import RooflineError
+from roofline.importers.checkpoint import assumed_notes
 from roofline.sizing.kv import kv_bytes, kv_bytes_per_token, kv_bytes_per_token_in_window, shortest_window
 from roofline.sizing.layers import layer_summary, resolve_layers
 from roofline.sizing.params import (
@@ -152,8 +153,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A config.json, a .gguf fi
         raise RooflineError(f"'{card.name}' names the bundled card {shadowed}, which this card would hide; pass "
                             "--name NEW, or --force to hide it")
     write_atomic(target, card_to_yaml(card), "--to")
-    # the card's notes after "imported from ...": defaults it filled in, formats it could not model
-    notes = (card.notes or "").partition("; ")[2]
+    notes = assumed_notes(card.notes)  # defaults it filled in, formats it could not model
     data = {"name": card.name, "path": str(target), **model_record(card)["derived"], "notes": notes}
 
     def render():

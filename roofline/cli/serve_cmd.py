@@ -111,7 +111,7 @@ def serve_cmd(
     replicas: Annotated[int, typer.Option(help="Replicas behind the router.")] = 1,
     router: Annotated[str, typer.Option(help="round_robin, least_tokens or prefix.")] = "round_robin",
     disagg: Annotated[Optional[str], typer.Option(help="Prefill/decode disaggregation P:D replicas.")] = None,
-    network_gbps: Annotated[Optional[float], typer.Option(help="KV transfer rate for --disagg in Gbit/s "
+    network_gbps: Annotated[Optional[float], typer.Option(help="KV transfer rate for --disagg in Gbit/s per GPU "
                                                           "(default: the card's GPU link).")] = None,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):

@@ -3,6 +3,7 @@ file's exact bytes per component (and the format that dominates each) on a card.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 
 from roofline.cards.model import ModelCard
 from roofline.cards.schema import first_problem
-from roofline.errors import CardError
+from roofline.errors import CardError, shown
 from roofline.sizing.params import param_counts
 
 # Sizes in an untrusted header (layers, widths, heads, context) above this are refused before any shape is built:
@@ -22,11 +23,21 @@ ELEMENT_MISMATCH = 0.01
 
 def bounded_int(value: object, key: str, path: object) -> int:
     """An integer field of an untrusted header in [0, MAX_DIMENSION); one line naming the key otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value != int(value):
-        raise CardError(path, "", f"'{key}' must be an integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or isinstance(value, float) and not math.isfinite(value) or value != int(value):
+        raise CardError(path, "", f"'{key}' must be an integer, got {shown(value)}")
     if not 0 <= value < MAX_DIMENSION:
-        raise CardError(path, "", f"'{key}' = {int(value):,} is not a plausible model size (0 to {MAX_DIMENSION:,})")
+        raise CardError(path, "", f"'{key}' = {shown(value)} is not a plausible model size (0 to {MAX_DIMENSION:,})")
     return int(value)
+
+
+IMPORTED_FROM = "imported from "  # the provenance note every importer starts its card's notes with
+
+
+def assumed_notes(notes: str | None) -> str:
+    """What an importer assumed or left out, for the user to read: a card's notes less the 'imported from ...'
+    provenance (notes are joined with '; ', and no note holds one)."""
+    return "; ".join(n for n in (notes or "").split("; ") if n and not n.startswith(IMPORTED_FROM))
 
 
 def slug(text: str) -> str:

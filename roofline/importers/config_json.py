@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from roofline.cards.files import read_json_file
 from roofline.cards.schema import first_problem
 from roofline.errors import CardError, RooflineError
+from roofline.importers.checkpoint import IMPORTED_FROM
 from roofline.importers.hf_families import (
     _FAMILIES,
     _FAMILY_ALIASES,
@@ -205,7 +206,9 @@ def card_from_config(config: dict, name: str | None = None, source: str = "confi
     except RooflineError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError, OverflowError, IndexError) as err:
-        raise CardError(source, "", f"cannot read this config ({type(err).__name__}: {' '.join(str(err).split())[:200]})") from None
+        why = f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
+        raise CardError(source, "", f"cannot read this config: a field's value does not fit its model family ({why}); "
+                                    "compare the file with the model's published config.json") from None
     except RecursionError:
         raise CardError(source, "", "cannot read this config (nested too deeply)") from None
 
@@ -243,7 +246,7 @@ def _card_from_config(config: dict, name: str | None, source: str) -> ModelCard:
                    "source": f"derived from {source} shapes (no published figure)"},
         "architecture": arch.model_dump(),
         "weights": weights,
-        "notes": "; ".join([f"imported from {source} (model_type {model_type})", *notes]),
+        "notes": "; ".join([f"{IMPORTED_FROM}{source} (model_type {model_type})", *notes]),
     }
     return _validated(ModelCard, card, source)
 

@@ -178,6 +178,10 @@ def config_from_gguf(header: GGUFHeader) -> tuple[dict, str]:
     if model_type is None:
         raise RooflineError(f"{header.path}: GGUF architecture {arch!r} is not supported; supported: "
                             f"{', '.join(ARCH_MODEL_TYPES)}; write a card by hand (see README)")
+    parts = header.metadata.get("split.count")
+    if isinstance(parts, int) and not isinstance(parts, bool) and parts > 1:
+        raise CardError(header.path, "", f"one part of a GGUF split in {parts} (split.count): its tensors are not the "
+                                         "model's; merge the parts (llama-gguf-split --merge FIRST OUT) and give OUT")
     meta = _Meta(header, arch)
     tensors = {t.name: t for t in header.tensors}
     nextn = meta.int("nextn_predict_layers") or 0
@@ -187,6 +191,10 @@ def config_from_gguf(header: GGUFHeader) -> tuple[dict, str]:
         what = (f"'{arch}.block_count' less '{arch}.nextn_predict_layers' is {layers}" if layers < 1
                 else f"'{arch}.attention.head_count' is {heads}")
         raise CardError(header.path, "", f"GGUF metadata {what}; a model needs at least 1 layer and 1 head")
+    kv_heads = meta.int("attention.head_count_kv")
+    if kv_heads == 0:
+        raise CardError(header.path, "", f"GGUF metadata '{arch}.attention.head_count_kv' is 0; attention needs at "
+                                         "least 1 KV head (leave the key out when it equals head_count)")
     head_dim = meta.int("attention.key_length")
     experts = meta.int("expert_count") or 0
     if model_type == "llama" and experts:
@@ -194,7 +202,7 @@ def config_from_gguf(header: GGUFHeader) -> tuple[dict, str]:
     config = {
         "model_type": model_type, "torch_dtype": "bfloat16",  # formats come from the tensors, not from here
         "hidden_size": meta.int("embedding_length", required=True), "num_hidden_layers": layers,
-        "num_attention_heads": heads, "num_key_value_heads": meta.int("attention.head_count_kv") or heads,
+        "num_attention_heads": heads, "num_key_value_heads": kv_heads or heads,
         "head_dim": head_dim, "intermediate_size": meta.int("feed_forward_length"),
         "vocab_size": _vocab_size(header, meta, tensors), "max_position_embeddings": meta.int("context_length"),
         "tie_word_embeddings": "output.weight" not in tensors, "num_nextn_predict_layers": nextn,
@@ -257,7 +265,7 @@ def card_from_gguf(path: Path, name: str | None = None) -> ModelCard:
             raise
         raise RooflineError(f"{err} (GGUF metadata '{arch}.{key}')") from None
     nbytes, elements, by_format, mtp = _stored_bytes(header, card.architecture.num_layers)
-    notes = [f"weights as stored in {path.name} ({_file_type(header)}; GGUF architecture {arch})"]
+    notes = [f"weights as stored in {path.name} ({_file_type(header)}, GGUF architecture {arch})"]
     if mtp:
         notes.append(f"{mtp:,} bytes of next-token-prediction layers left out")
     return attach_stored_bytes(card, nbytes, elements, by_format, notes, source)

@@ -8,6 +8,8 @@ from typing import Any
 from roofline.cards.schema import MAX_CONTEXT, MAX_LAYERS
 from roofline.errors import CardError, shown
 
+_PERIODS = ("_pattern", "_freq", "_step", "_interval")  # config keys naming 'every N-th layer'
+
 _MISSING = object()
 # torch dtype names in configs -> roofline format names
 _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
@@ -58,14 +60,18 @@ class _Fields:
         return keys[0], default
 
     def int(self, *keys: str, default: Any = _MISSING) -> int:
+        """An integer field within its bound; a period (`sliding_window_pattern`, `moe_layer_freq`) at least 1."""
         key, value = self._pick(keys, default)
         if value is None:
             return value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) <= MAX_CONTEXT \
+        limit = MAX_LAYERS if "layers" in key else MAX_CONTEXT  # the importer builds one entry per layer
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) <= limit \
                 or value != int(value):
-            raise self.error(key, f"must be an integer of at most {MAX_CONTEXT:,}, got {shown(value)}")
-        if "layers" in key and not 0 <= value <= MAX_LAYERS:  # the importer builds one entry per layer
+            raise self.error(key, f"must be an integer of at most {limit:,}, got {shown(value)}")
+        if "layers" in key and value < 0:
             raise self.error(key, f"must be between 0 and {MAX_LAYERS}, got {shown(value)}")
+        if key.endswith(_PERIODS) and value < 1:  # every N-th layer: N divides a layer index
+            raise self.error(key, f"must be at least 1 (every N-th layer), got {shown(value)}")
         return int(value)
 
     def float(self, *keys: str, default: Any = _MISSING) -> float:

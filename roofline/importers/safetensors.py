@@ -178,7 +178,26 @@ def shard_files(folder: Path) -> list[Path]:
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise CardError(folder, "", "no *.safetensors files (and no model.safetensors.index.json)")
+    _check_numbered_shards(folder, files)
     return files
+
+
+_NUMBERED_SHARD = re.compile(r"(.*)-(\d+)-of-(\d+)\.safetensors")  # model-00001-of-00004.safetensors
+
+
+def _check_numbered_shards(folder: Path, files: list[Path]) -> None:
+    """Without an index, shards named 'N-of-M' must all be there: sized from some of them, the model would read as
+    a fraction of itself."""
+    present: dict[tuple[str, int], set[int]] = {}
+    for f in files:
+        m = _NUMBERED_SHARD.fullmatch(f.name)
+        if m:
+            present.setdefault((m[1], int(m[3])), set()).add(int(m[2]))
+    for (stem, total), have in present.items():
+        missing = sorted(set(range(1, total + 1)) - have)
+        if missing:
+            raise CardError(folder, "", f"{len(missing)} of {total} shards of {stem} are missing (e.g. "
+                                        f"{stem}-{missing[0]:05d}-of-{total:05d}.safetensors): finish the download")
 
 
 # ------------------------------------------------------------------------------------------------ components

@@ -171,6 +171,13 @@ def min_gpus(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str
     return None
 
 
+def preallocated_bytes(hw: HardwareCard, util: float) -> float:
+    """Bytes per GPU a preallocating runtime takes for weights, activations and its KV pool: `util` of the memory
+    the device reports, which is the card's capacity less its reserve (vLLM multiplies gpu_memory_utilization by
+    torch's total_memory: 81,559 MiB on an 80 GiB H100; on a unified part, what the OS leaves the GPU)."""
+    return util * hw.memory.usable_bytes
+
+
 DEFAULT_CONTEXT_TOKENS = 8192  # what `fits` sizes without --context and without a runtime default
 
 
@@ -187,8 +194,8 @@ def runtime_memory_view(policy: dict | None, hw: HardwareCard, ctx: int | None, 
     blocks = block_tokens or policy.get("block_size_tokens") or BLOCK_TOKENS
     step = max_step_tokens or policy.get("max_num_batched_tokens") or MAX_STEP_TOKENS
     util = policy.get("gpu_memory_utilization") if policy.get("memory_policy") == "preallocate" else None
-    if util and util < 1:
-        memory = hw.memory.model_copy(update={"capacity_bytes": hw.memory.capacity_bytes * util})
+    if util and util < 1:  # the reserve lies outside the share: the runtime multiplies what the device reports
+        memory = hw.memory.model_copy(update={"capacity_bytes": preallocated_bytes(hw, util), "reserved_bytes": 0.0})
         hw = hw.model_copy(update={"memory": memory})
     return hw, context, blocks, step, {"policy": policy.get("memory_policy") or "generic",
                                        "gpu_memory_utilization": util,

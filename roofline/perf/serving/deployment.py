@@ -49,12 +49,16 @@ class Fleet:
         return self.replicas * wl.tp * wl.pp + pre
 
     def transfer_s(self, prompt_tokens: int) -> float:
-        """Seconds to move one request's KV cache (all layers, all GPUs of the replica) to a decode replica."""
+        """Seconds to move one request's KV cache (all layers) to a decode replica: each GPU of the prefill replica
+        sends its shard (its KV heads under TP, its layers under PP) over its own link at the link's (or
+        --network-gbps's) rate, as many in parallel as both replicas have GPUs."""
         s = self.setup
         rate = self.transfer_bytes_per_s or s.hw.interconnect.bandwidth_bytes_per_s_per_direction
         if not rate or rate <= 0:
             raise RooflineError(f"--disagg: {s.hw.name} has no GPU link in its card; give --network-gbps")
-        return float(kv_bytes(s.card, prompt_tokens, s.wl.kv_quant)) / rate
+        pre = self.prefill_setup.wl if self.prefill_setup is not None else s.wl
+        links = min(pre.tp * pre.pp, s.wl.tp * s.wl.pp)
+        return float(kv_bytes(s.card, prompt_tokens, s.wl.kv_quant)) / (rate * links)
 
 
 class Router:

@@ -131,16 +131,17 @@ class Collector:
         elif self.abort_after_misses is not None and self.finished - self.good > self.abort_after_misses:
             raise SloMissed
 
-    def sample(self, t: float, running: int, waiting: int, kv_use: float, source: int = 0) -> None:
+    def sample(self, t: float, running: int, waiting: int, kv_use: float | None, source: object = 0) -> None:
         """A point of the fleet's time series, every `series_every`-th call (doubling whenever the series fills):
-        replica `source` reports its own batch and queue; the point sums every replica's latest (KV use: their
-        mean)."""
+        replica `source` reports its own batch and queue (a KV link its queued hand-offs, kv_use None); the point
+        sums every source's latest (KV use: the replicas' mean)."""
         self._latest[source] = (running, waiting, kv_use)
         self._tick += 1
         if self._tick % self.series_every:
             return
         now = self._latest.values()
-        self.series.append((t, sum(v[0] for v in now), sum(v[1] for v in now), sum(v[2] for v in now) / len(now)))
+        pools = [v[2] for v in now if v[2] is not None]
+        self.series.append((t, sum(v[0] for v in now), sum(v[1] for v in now), sum(pools) / max(len(pools), 1)))
         if len(self.series) >= SERIES_POINTS:
             self.series = self.series[::2]
             self.series_every *= 2

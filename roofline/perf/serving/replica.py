@@ -20,15 +20,16 @@ from roofline.perf.serving.policy import ServingPolicy
 from roofline.perf.serving.steptime import StepTimer
 from roofline.perf.serving.workload import Request
 from roofline.perf.workload import Workload
-from roofline.sizing.memory import Deployment, memory_budget
+from roofline.sizing.memory import Deployment, memory_budget, preallocated_bytes
 
-UNBOUNDED_BLOCKS = 1 << 20  # a model with no per-token KV (pure Mamba-2): blocks only count positions
+UNBOUNDED_BLOCKS = 1 << 20  # a model with no per-token KV (pure Mamba-2): blocks only count positions; also the
+# most a pool ever gets (16M tokens at vLLM's 16-token blocks, 30x an H200's pool for an 8B model)
 
 
 def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: ServingPolicy) -> int:
     """Blocks of `policy.block_size_tokens` the KV pool holds on each GPU of a replica. preallocate / on_demand:
-    what `memory_budget` leaves of `gpu_memory_utilization` x capacity (never the OS's reserve) after weights,
-    activations at the step's token budget and the runtime. per_slot: each slot's context, if it fits."""
+    what `memory_budget` leaves of `preallocated_bytes` (gpu_memory_utilization of what the device reports) after
+    weights, activations at the step's token budget and the runtime. per_slot: each slot's context, if it fits."""
     slots = policy.effective_max_seqs
     dep = Deployment(wl.tp, wl.pp, policy.block_size_tokens, policy.max_num_batched_tokens)
     if policy.memory_policy == "per_slot":
@@ -39,22 +40,24 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
             raise RooflineError(f"{card.name} on {hw.name}: {slots} slots of {ctx:,} tokens need "
                                 f"{float(budget.total_bytes) / 1e9:,.1f} GB of {hw.memory.capacity_bytes / 1e9:,.1f} GB; "
                                 f"use fewer slots, a shorter context or a smaller --quant")
-        return slots * -(-ctx // policy.block_size_tokens)
+        return min(slots * -(-ctx // policy.block_size_tokens), UNBOUNDED_BLOCKS)
     budget = memory_budget(card, hw, wl.quant, wl.kv_quant, policy.block_size_tokens, slots, dep)
     per_block = budget.kv_bytes_per_token * policy.block_size_tokens
-    usable = min(policy.gpu_memory_utilization * budget.capacity_bytes, budget.capacity_bytes - budget.reserved_bytes)
-    room = usable - float(budget.fixed_bytes - budget.reserved_bytes)
+    room = preallocated_bytes(hw, policy.gpu_memory_utilization) - float(budget.fixed_bytes - budget.reserved_bytes)
     if room <= 0:
         raise RooflineError(f"{card.name} does not fit {hw.name} x{wl.tp * wl.pp}: weights "
                             f"{budget.weights_bytes / 1e9:,.1f} GB per GPU + activations and runtime exceed "
-                            f"{policy.gpu_memory_utilization:.0%} of {hw.memory.capacity_bytes / 1e9:,.1f} GB "
+                            f"{policy.gpu_memory_utilization:.0%} of {hw.memory.usable_bytes / 1e9:,.1f} GB "
                             f"({_share_source(policy)}); use more --gpus or a smaller --quant")
     if per_block <= 0:
         return UNBOUNDED_BLOCKS
     blocks = int(room // per_block)
     if blocks < 1:
         raise RooflineError(f"{card.name} on {hw.name}: no room for a KV block after the weights")
-    return blocks
+    # blocks beyond what every slot holds at the model's whole context are never used (a tiny model on a big card
+    # would otherwise build a free list of hundreds of millions)
+    useful = slots * -(-card.architecture.max_context // policy.block_size_tokens)
+    return min(blocks, useful, UNBOUNDED_BLOCKS)
 
 
 def _share_source(policy: ServingPolicy) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -62,7 +63,7 @@ class Simulation:
         self.router = Router(fleet.router, self.decode)
         self.prefill_router = Router("least_tokens", self.prefill) if self.prefill else None
         self.replicas = self.prefill + self.decode
-        self.link_free_s: dict[int, float] = {}  # prefill replica -> when its link finishes the transfers queued
+        self.transfers: dict[int, deque] = {}  # prefill replica -> (start s, end s) of the hand-offs on its links
         self.tokens = TokenSpace(shared_prefixes)
         self.events: list = []  # (time, order, kind, payload)
         self._order = itertools.count()
@@ -95,6 +96,14 @@ class Simulation:
             seq = new_sequence(req, self.tokens.prompt(req), t)
             self.router.pick(req).admit(seq, t)
 
+    def _sample_links(self, link: int, t: float) -> None:
+        """The hand-offs still to start on a prefill replica's links count as waiting requests in the fleet's series
+        (a link too slow for the load backs up there, and the run reads overloaded)."""
+        queued = self.transfers[link]
+        while queued and queued[0][1] <= t:
+            queued.popleft()
+        self.metrics.sample(t, 0, sum(1 for start, _ in queued if start > t), None, ("link", link))
+
     def _handoff(self, done: Sequence, t: float) -> None:
         """A prefill replica's request moves to a decode replica with its KV cache (the prompt's blocks)."""
         req = done.req
@@ -108,9 +117,11 @@ class Simulation:
         """A request done on its replica: under disaggregation a prefill replica's hands its KV over that replica's
         link, one transfer after another (they share its bandwidth), else it completes."""
         if prefill is not None and seq.req.output_tokens > 1:
-            start = max(seq.finish_s, self.link_free_s.get(id(prefill), 0.0))
-            self.link_free_s[id(prefill)] = end = start + self.fleet.transfer_s(seq.req.prompt_tokens)
-            self.push(end, "handoff", seq)
+            queued = self.transfers.setdefault(id(prefill), deque())
+            start = max(seq.finish_s, queued[-1][1] if queued else 0.0)
+            queued.append((start, start + self.fleet.transfer_s(seq.req.prompt_tokens)))
+            self.push(queued[-1][1], "handoff", (seq, id(prefill)))
+            self._sample_links(id(prefill), seq.finish_s)
             return
         self.metrics.request_done(seq.arrival_s, seq.first_s, seq.finish_s, seq.start_s - seq.arrival_s,
                                   seq.req.prompt_tokens, seq.req.output_tokens, seq.preemptions)
@@ -151,7 +162,9 @@ class Simulation:
                     if closed is None:
                         pull()
                 else:
-                    self._handoff(payload, t)
+                    seq, link = payload
+                    self._handoff(seq, t)
+                    self._sample_links(link, t)
                 continue
             prefill = r if r in self.prefill else None
             for seq in r.step(t_event):
