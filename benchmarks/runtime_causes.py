@@ -52,7 +52,7 @@ CAUSES = """## Systematic causes found in the residuals
 - **Checkpoint layouts.** NVIDIA's NVFP4 checkpoints keep attention in BF16 (Gemma 4 31B: every `self_attn`; Nemotron
   3 Nano: the attention layers and the Mamba layers before them); rows state it in `weight_quant`, and the model
   cards list the checkpoints (`checkpoints:`), so `--model nvidia/Gemma-4-31B-IT-NVFP4` reads 31.5 GB per token,
-  not 19.7.
+  not 19.3.
 - **Conditions a row's engine text states.** A row whose engine ran Marlin (`--linear-backend marlin`, `gptq_marlin`)
   is predicted with 16-bit math for its 4-bit weights; an offline max-load row runs at most the runtime's
   `max_num_seqs` sequences and no more than the requests it sent; a closed loop of N > 1 clients is not predicted by
@@ -166,7 +166,8 @@ CAUSES = """## Systematic causes found in the residuals
   `backend/metal/kernels/quantized.h`) dequantizes each weight tile into threadgroup memory and multiplies it with
   `steel::BlockMMA`, the simdgroup MMA of its dense BF16 GEMM, so the mlx profile too says `shared_gemm_kernel:
   [apple-soc]`. Fitted per format, MLX prefill kept no value (20.1% held out against 19.4% generic, 14 rows from 7
-  documents, bias -17.8%); pooled, apple-soc ships compute 0.66 (policy versions): MLX prefill 19.4% / 48.9% / -17.8%
+  documents, bias -17.8%); pooled, apple-soc shipped compute 0.66 then (policy versions; 0.64 in today's
+  `runtimes/mlx.yaml`): MLX prefill 19.4% / 48.9% / -17.8%
   -> 13.1% / 79.9% / +3.9%; M3 Max 27.9% -> 11.4%, M4 Max 14.5% -> 9.1%, M4 Pro 20.6% -> 6.0%, but M2 Ultra 55.5% ->
   100.6% (a 16-token BF16 prompt of a 70B model and a hybrid-Mamba prompt, both already far above generic). The
   pooling was tried because the held-out MLX prompts read slow: selection on the judged rows, as for llama.cpp's.

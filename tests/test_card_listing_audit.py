@@ -114,3 +114,9 @@ def test_a_misspelt_field_is_named_with_the_one_meant(home, capsys):
     text = (REPO / "runtimes" / "sglang.yaml").read_text().replace("\nhomepage:", "\nhomepag:")
     _card(home, "runtimes", "sglang", text)
     refused(cli(capsys, "runtimes", "show", "sglang"), "homepag", "did you mean homepage")
+
+
+@pytest.mark.parametrize("args, where", [(("hw", "list", "--kind"), "roofline hw list --help"),
+                                         (("predict", "--model"), "roofline predict --help")])
+def test_an_option_missing_its_value_points_at_its_command(args, where, capsys):
+    refused(cli(capsys, *args), "requires an argument", where)

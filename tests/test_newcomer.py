@@ -186,7 +186,7 @@ def test_bound_is_the_largest_time_share(model, hw, extra, capsys):
     out = ok(cli(capsys, "predict", "-m", model, "--hw", hw, *extra))
     for phase in d["phases"].values():
         side = "above" if phase["arithmetic_intensity"] > phase["ridge_flop_per_byte"] else "below"
-        assert f"{side} the ridge" in " ".join(out.split()) or "overhead-bound" in out
+        assert f"{side} the datasheet ridge" in " ".join(out.split()) or "overhead-bound" in out
 
 
 # --------------------------------------------------------------------------- 7. impossible requests

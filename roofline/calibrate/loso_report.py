@@ -48,3 +48,18 @@ def id_ranges(ids: list[str]) -> str:
     if run:
         parts.append(run[0] if len(run) == 1 else f"{run[0]}-{run[-1]}")
     return ", ".join(parts)
+
+
+def error_cell(s: dict) -> str:
+    """A table cell of `error_summary`: 'median / p90 / bias'."""
+    return f"{s['median_ape_pct']:.1f}% / {s['p90_ape_pct']:.1f}% / {s['bias_pct']:+.1f}%"
+
+
+def within_ceiling_cell(g: dict) -> str:
+    """`after` over the rows measured within their datasheet ceiling, and how many were beyond it ('same' when
+    none was; 'none within' when all were)."""
+    if not g["beyond_ceiling"]:
+        return "same"
+    if not g["after_within_ceiling"]["n"]:
+        return f"none within ({g['beyond_ceiling']} beyond)"
+    return f"{error_cell(g['after_within_ceiling'])} ({g['beyond_ceiling']} beyond)"

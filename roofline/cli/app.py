@@ -71,6 +71,19 @@ def _one_line(text: str) -> str:
     return " ".join(plain(text).split())
 
 
+def _command_path(args: list[str]) -> str:
+    """'roofline hw list' from the words before the first option, where the parser kept no context (a missing
+    option value): the command whose --help says what the option takes."""
+    words = []
+    for a in args:
+        if a.startswith("-") or len(words) == 2 or (not words and a not in COMMANDS):
+            break
+        if words and COMMANDS[words[0]][2] != "group":
+            break
+        words.append(a)
+    return " ".join(["roofline", *words])
+
+
 def _user_error(message: str, debug: bool) -> None:
     """One line and exit 2 (with --debug, the traceback first: the exit code still says a user error)."""
     if debug:
@@ -103,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.write(err.ctx.get_help() + "\n")
         sys.exit(0)
     except click.UsageError as err:
-        where = err.ctx.command_path if err.ctx is not None else "roofline"
+        where = err.ctx.command_path if err.ctx is not None else _command_path(args)
         sys.stderr.write(f"error: {_one_line(err.format_message())} (see `{_one_line(where)} --help`)\n")
         sys.exit(2)
     except click.ClickException as err:

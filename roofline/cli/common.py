@@ -141,14 +141,16 @@ def runtime_policy(choice: RuntimeChoice | None, hw, gpus: int) -> dict | None:
 def runtime_sizing(choice: RuntimeChoice | None, hw, wl) -> tuple:
     """(card as the runtime's memory policy sees it, Deployment, capacity text): the share of each GPU a
     preallocating runtime takes (vLLM's gpu_memory_utilization) and the KV block and step tokens it sizes with,
-    as `fits --runtime` counts them, so `predict`, `compare` and `sweep` give the verdict `fits` gives."""
-    view, _, blocks, step, policy = runtime_memory_view(runtime_policy(choice, hw, wl.tp * wl.pp), hw, None, None,
-                                                        None)
+    as `fits --runtime` counts them, and the context a per-slot runtime (llama.cpp, Ollama) allocates for every
+    sequence, so `predict`, `compare` and `sweep` give the verdict `fits` gives."""
+    view, context, blocks, step, policy = runtime_memory_view(runtime_policy(choice, hw, wl.tp * wl.pp), hw, None,
+                                                              None, None)
+    slot = context if policy["policy"] == "per_slot" else 0
     text = capacity_label(view.memory.capacity_bytes, view.memory.capacity_binary)
     util = policy["gpu_memory_utilization"]
     if util:
         text += f" ({util:.0%} of {reported_label(hw)}, the share the runtime takes)"
-    return view, Deployment(wl.tp, wl.pp, blocks, step), text
+    return view, Deployment(wl.tp, wl.pp, blocks, step, slot_tokens=slot), text
 
 
 def kv_default(choice: RuntimeChoice | None, kv_quant: str | None) -> str:

@@ -51,14 +51,19 @@ def why(p: Prediction, phase: str) -> str:
     r = p.phases[phase]
     share = r.limit_share
     split = f"compute {share['compute']:.0%} · memory {share['memory']:.0%} · overhead {share['overhead']:.0%}"
-    side = "above" if r.arithmetic_intensity > r.ridge_flop_per_byte else "below"
-    avg = (f"step average {r.arithmetic_intensity:,.1f} FLOP/B, {side} the ridge {r.ridge_flop_per_byte:,.0f}")
+    above = r.arithmetic_intensity > r.ridge_flop_per_byte
+    avg = (f"step average {r.arithmetic_intensity:,.1f} FLOP/B, {'above' if above else 'below'} the datasheet ridge "
+           f"{r.ridge_flop_per_byte:,.0f}")
+    if (r.bound == "compute") != above and r.bound != "overhead":  # the ridge at peak rates, the bound at reached ones
+        less, more = ("compute", "bandwidth") if r.bound == "compute" else ("bandwidth", "compute")
+        avg += f" (its kernels reach a smaller share of the {less} peak than of the {more}: the ridge they meet is " \
+               f"{'lower' if r.bound == 'compute' else 'higher'})"
     if r.bound == "memory":
         return f"memory-bound ({split} of the time): {r.bytes / 1e9:,.2f} GB moved; {avg}"
     if r.bound == "compute":
         return f"compute-bound ({split} of the time): {r.flops / 1e12:,.2f} TFLOP; {avg}"
-    return (f"overhead-bound ({split} of the time): fixed costs (kernel launches, per step, per MoE expert in a "
-            "prompt) exceed math and memory")
+    return (f"overhead-bound ({split} of the time): fixed costs (kernel launches, per-step host work, collective "
+            "latency under tensor parallelism, per MoE expert in a prompt) exceed math and memory")
 
 
 def inputs_line(p: Prediction, extra: dict[str, str] | None = None) -> str:
@@ -104,10 +109,11 @@ def render_prediction(p: Prediction, instead: list[dict], extra: dict[str, str] 
     yield table("why (expected mode, per step)", ["phase", Column("time", "right"), "bound", "top ops"], phase_rows)
     verdict = f"fits, {margin(p)} to spare" if p.fits_in_memory else \
         f"[bold red]does NOT fit[/bold red], short by {margin(p)} (see `roofline fits`)"
-    per = " per GPU" if p.gpus > 1 else ""
+    whole = f" over {p.gpus} GPUs" if p.gpus > 1 else ""
+    per = "each GPU holds" if p.gpus > 1 else "with activations, runtime and OS"
     draft = f" (with the draft {p.draft})" if p.draft else ""
-    yield (f"memory{draft}: weights {p.weights_bytes / 1e9:,.1f} GB, KV {p.kv_bytes / 1e9:,.2f} GB; with activations, "
-           f"runtime and OS {p.memory_per_gpu_bytes / 1e9:,.1f} GB{per} of {capacity} — {verdict}")
+    yield (f"memory{draft}: weights {p.weights_bytes / 1e9:,.1f} GB, KV {p.kv_bytes / 1e9:,.2f} GB{whole}; {per} "
+           f"{p.memory_per_gpu_bytes / 1e9:,.1f} GB of {capacity} — {verdict}")
 
 
 def instead_lines(instead: list[dict]):

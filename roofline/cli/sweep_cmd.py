@@ -86,7 +86,8 @@ def sweep_cmd(
     rows = [{"concurrency": n, **{k: float(v[k][i]) for k in v if k != "fits_in_memory"},
              "fits_in_memory": bool(v["fits_in_memory"][i])} for i, n in enumerate(levels)]
     note = (f"memory runs out above {limit} concurrent requests of {wl.prompt_tokens + wl.output_tokens:,} tokens: "
-            f"weights {rows[0]['weights_bytes'] / 1e9:,.1f} GB + KV {(rows[0]['kv_bytes'] / levels[0]) / 1e9:,.3f} GB "
+            f"weights {rows[0]['weights_bytes_per_gpu'] / 1e9:,.1f} GB + KV "
+            f"{(rows[0]['kv_bytes_per_gpu'] / levels[0]) / 1e9:,.3f} GB "
             f"per request on {capacity} "
             "(see `roofline fits` for every line)")
     data = {"model": card.name, "hardware": hwc.name, "runtime": runtime_label(choice), "prompt_tokens": wl.prompt_tokens,

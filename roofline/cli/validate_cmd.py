@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from roofline.calibrate.loso_report import error_cell, within_ceiling_cell
 from roofline.calibrate.published import read_published, validate_published
 from roofline.calibrate.validation import (
     FRESH,
@@ -159,29 +160,22 @@ def _by_source(st, paths: list[Path], as_json: bool, jobs: int) -> None:
     emit(data, as_json, lambda: render_by_source(data))
 
 
-def _err(s: dict) -> str:
-    return f"{s['median_ape_pct']:.1f}% / {s['p90_ape_pct']:.1f}% / {s['bias_pct']:+.1f}%"
-
-
-def _within(g: dict) -> str:
-    """`after` over the rows measured within their datasheet ceiling, and how many were beyond it."""
-    return f"{_err(g['after_within_ceiling'])} ({g['beyond_ceiling']} beyond)" if g["beyond_ceiling"] else "same"
-
-
 def render_by_source(d: dict):
+    err = error_cell
     cols = ["runtime", "metric", Column("n", "right"), Column("sources", "right"),
             Column("before (generic): median / p90 / bias", "right"),
             Column("after (profiles): median / p90 / bias", "right")]
     yield table(f"leave-one-source-out: {d['fitted_rows']} of {d['rows']} rows with a runtime profile",
                 cols + [Column("after, rows within the datasheet ceiling", "right")],
-                [(g["runtime"], g["metric"], g["n"], g["sources"], _err(g["before"]), _err(g["after"]), _within(g))
+                [(g["runtime"], g["metric"], g["n"], g["sources"], err(g["before"]), err(g["after"]),
+                  within_ceiling_cell(g))
                  for g in d["by_runtime"]])
     yield table("leave-one-source-out by runtime x hardware", ["runtime", "hardware"] + cols[1:],
-                [(g["runtime"], g["hardware"], g["metric"], g["n"], g["sources"], _err(g["before"]), _err(g["after"]))
+                [(g["runtime"], g["hardware"], g["metric"], g["n"], g["sources"], err(g["before"]), err(g["after"]))
                  for g in d["by_runtime_hardware"]])
     yield table("leave-one-source-out by runtime x source document (each predicted from the others)",
                 ["runtime", "source"] + cols[1:3] + cols[4:],
-                [(g["runtime"], g["source"], g["metric"], g["n"], _err(g["before"]), _err(g["after"]))
+                [(g["runtime"], g["source"], g["metric"], g["n"], err(g["before"]), err(g["after"]))
                  for g in d["by_runtime_source"]])
 
 

@@ -27,7 +27,8 @@ def sweep_arrays(card: ModelCard, hw: HardwareCard, wl: Workload, batch, prompt,
     values, _, _ = request_metrics(card, hw, wl, eff, batch=batch, prompt=prompt)
     budget = memory_budget(card, hw, wl.quant, wl.kv_quant, prompt + wl.context_tokens + wl.output_tokens, batch,
                            dep or Deployment(wl.tp, wl.pp))
-    values.update(weights_bytes=np.full(batch.shape, budget.weights_bytes), kv_bytes=budget.kv_bytes,
+    # per GPU, as the memory verdict counts them (predict's weights_bytes and kv_bytes are the whole model's)
+    values.update(weights_bytes_per_gpu=np.full(batch.shape, budget.weights_bytes), kv_bytes_per_gpu=budget.kv_bytes,
                   memory_per_gpu_bytes=budget.total_bytes, fits_in_memory=budget.fits)
     return values
 

@@ -36,6 +36,9 @@ class Deployment:
     block_tokens: int = BLOCK_TOKENS
     max_step_tokens: int = MAX_STEP_TOKENS
     runtime_bytes: float | None = None  # None: RUNTIME_BYTES for the card's kind
+    # a per-slot runtime (llama.cpp -c, Ollama num_ctx) allocates at least this context per sequence, whatever the
+    # request holds
+    slot_tokens: int = 0
 
     @property
     def gpus(self) -> int:
@@ -107,7 +110,8 @@ def memory_budget(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant
     """Per-GPU budget for `concurrency` sequences of `context_tokens` each (numpy arrays broadcast)."""
     fmts = Formats(card, hw, quant, kv_quant)
     weights = resident_weight_bytes(card, fmts, dep.tp, dep.pp)
-    per_seq = kv_bytes(card, context_tokens, kv_quant, dep.block_tokens, dep.tp, dep.pp)
+    held = np.maximum(context_tokens, dep.slot_tokens) if dep.slot_tokens else context_tokens
+    per_seq = kv_bytes(card, held, kv_quant, dep.block_tokens, dep.tp, dep.pp)
     runtime = dep.runtime_bytes if dep.runtime_bytes is not None else RUNTIME_BYTES[default_key(hw)]
     return Budget(capacity_bytes=hw.memory.capacity_bytes, reserved_bytes=hw.memory.reserved_bytes,
                   runtime_bytes=runtime, activations_bytes=activation_bytes(card, fmts, dep, concurrency),
@@ -125,21 +129,24 @@ def max_concurrency(card: ModelCard, hw: HardwareCard, quant: str | None, kv_qua
     per_seq = float(one.kv_bytes_per_sequence)
     if per_seq <= 0:
         return 10**9
-    n = int((one.capacity_bytes - float(one.fixed_bytes)) // per_seq)  # logits grow with n: step down until it fits
-    while n > 1 and not memory_budget(card, hw, quant, kv_quant, context_tokens, n, dep).fits:
-        n -= max(1, n // 100)
-    return max(n, 1)
+    # at most what the KV of one sequence divides into the room (activations and logits grow with n)
+    most = max(1, int((one.capacity_bytes - float(one.fixed_bytes)) // per_seq))
+    return _largest(1, most, lambda n: memory_budget(card, hw, quant, kv_quant, context_tokens, n, dep).fits)
 
 
 def max_context(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, concurrency: int,
                 dep: Deployment = Deployment()) -> int:
     """Longest context (tokens, up to the model's max_context) that `concurrency` sequences can each hold."""
-    lo, hi = 0, card.architecture.max_context
-    if memory_budget(card, hw, quant, kv_quant, hi, concurrency, dep).fits:
-        return hi
-    while lo < hi:  # kv_bytes is non-decreasing in context: bisect on the largest context that fits
+    return _largest(0, card.architecture.max_context,
+                    lambda n: memory_budget(card, hw, quant, kv_quant, n, concurrency, dep).fits)
+
+
+def _largest(lo: int, hi: int, fits) -> int:
+    """The largest n in [lo, hi] with fits(n), `fits` true at lo and turning false once (memory only grows with
+    sequences and context): bisection."""
+    while lo < hi:
         mid = (lo + hi + 1) // 2
-        if memory_budget(card, hw, quant, kv_quant, mid, concurrency, dep).fits:
+        if fits(mid):
             lo = mid
         else:
             hi = mid - 1

@@ -57,6 +57,13 @@ class Config:
         return f"{self.hw.name} tp{self.tp} {self.quant}/kv {self.kv_quant}"
 
 
+# what a runtime that loads them (llama.cpp, Ollama) is searched with besides 16-bit: the 8-bit and the 4-bit
+# k-quant llama.cpp's quantize tool lists as recommended (tools/quantize/README.md: Q4_K_M "recommended", Q8_0
+# "extremely low quality loss"), and its q8_0 KV cache (--cache-type-k/v q8_0)
+QUANTIZED_CANDIDATES = ("q8_0", "q4_k_m")
+QUANTIZED_KV = ("q8_0",)
+
+
 def candidates(card: ModelCard, hw: HardwareCard, runtime: RuntimeChoice | None = None,
                weights: str | None = None) -> list[Config]:
     """TP sizes the node allows (dividing the heads) x weight formats the card's math supports (`weights`: only that
@@ -66,8 +73,10 @@ def candidates(card: ModelCard, hw: HardwareCard, runtime: RuntimeChoice | None 
         ["bf16"] + (["fp8"] if "fp8" in peaks else []) + (["nvfp4"] if "fp4" in peaks else [])
     kvs = ["bf16"] + (["fp8"] if "fp8" in peaks else [])
     if runtime is not None:
-        formats = formats if weights else [w for w in formats if w in runtime.profile.weight_formats]
-        kvs = [k for k in kvs if k in runtime.profile.kv_formats]
+        prof = runtime.profile
+        formats = formats if weights else [w for w in formats + list(QUANTIZED_CANDIDATES) if w in prof.weight_formats]
+        kvs = [prof.default_kv_format] + [k for k in [*kvs, *QUANTIZED_KV] if k in prof.kv_formats and k not in
+                                          ("bf16", prof.default_kv_format)]  # bf16 or the default, not both
     heads = card.architecture.attention.num_heads if card.architecture.attention else 1
     linked = hw.interconnect.bandwidth_bytes_per_s_per_direction > 0
     tps = [t for t in TP_SIZES if t <= max(hw.interconnect.gpus_per_node, 1) and heads % t == 0 and (t == 1 or linked)]

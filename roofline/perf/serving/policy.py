@@ -29,7 +29,9 @@ class ServingPolicy:
     slot_context_tokens: int | None = None  # context per slot
     prefix_caching: bool = True  # reuse of full KV blocks by hash
     memory_policy: str = "preallocate"  # preallocate | on_demand | per_slot
-    gpu_memory_utilization: float = 0.9  # share of the GPU the runtime may use for weights, activations and KV
+    # share of what the device reports that a preallocating runtime takes for weights, activations and KV; 1 (all
+    # of it) without --runtime, as `fits` counts, and for runtimes that allocate on demand (MLX) or state none
+    gpu_memory_utilization: float = 1.0
     default_context_tokens: int | None = None  # a runtime's context when none is asked for (Ollama num_ctx)
     default_context_tiers: list | None = None  # where that default depends on the device's memory (shown only)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
@@ -44,9 +46,9 @@ class ServingPolicy:
 
     @classmethod
     def generic(cls) -> "ServingPolicy":
-        """No --runtime: a continuous-batching runtime with vLLM V1's defaults (runtimes/vllm.yaml states their
-        sources), prefix caching on."""
-        return cls(sources={"*": "vLLM V1 defaults, as runtimes/vllm.yaml gives them"})
+        """No --runtime: a continuous-batching runtime with vLLM V1's scheduler defaults (runtimes/vllm.yaml states
+        their sources), prefix caching on, all of the memory the device reports (`fits` without --runtime)."""
+        return cls(sources={"*": "vLLM V1 scheduler defaults, as runtimes/vllm.yaml gives them; all memory"})
 
     @classmethod
     def from_dict(cls, values: dict) -> "ServingPolicy":

@@ -43,11 +43,12 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
         return min(slots * -(-ctx // policy.block_size_tokens), UNBOUNDED_BLOCKS)
     budget = memory_budget(card, hw, wl.quant, wl.kv_quant, policy.block_size_tokens, slots, dep)
     per_block = budget.kv_bytes_per_token * policy.block_size_tokens
-    room = preallocated_bytes(hw, policy.gpu_memory_utilization) - float(budget.fixed_bytes - budget.reserved_bytes)
+    util = policy.gpu_memory_utilization if policy.memory_policy == "preallocate" else 1.0
+    room = preallocated_bytes(hw, util) - float(budget.fixed_bytes - budget.reserved_bytes)
     if room <= 0:
         raise RooflineError(f"{card.name} does not fit {hw.name} x{wl.tp * wl.pp}: weights "
                             f"{budget.weights_bytes / 1e9:,.1f} GB per GPU + activations and runtime exceed "
-                            f"{policy.gpu_memory_utilization:.0%} of {hw.memory.usable_bytes / 1e9:,.1f} GB "
+                            f"{util:.0%} of {hw.memory.usable_bytes / 1e9:,.1f} GB "
                             f"({_share_source(policy)}); use more --gpus or a smaller --quant")
     if per_block <= 0:
         return UNBOUNDED_BLOCKS
@@ -63,7 +64,7 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
 def _share_source(policy: ServingPolicy) -> str:
     """Where the share of memory a serving replica takes comes from, for the refusal that cites it."""
     if policy.name == "generic":
-        return "no --runtime: vLLM's gpu_memory_utilization; --runtime llama.cpp allocates all of it"
+        return "no --runtime: all the memory the device reports"
     return f"{policy.name}'s share of the GPU"
 
 

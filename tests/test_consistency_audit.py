@@ -1,0 +1,66 @@
+"""One setup, one answer: the commands a user compares (fits, predict, sweep, serve, capacity) agree on memory
+under every runtime's policy. Each case states the rule it checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hostile import cli, ok
+
+from roofline.cards.store import CardStore
+from roofline.perf.serving.capacity import candidates
+
+
+def _json(capsys, *args) -> dict:
+    return json.loads(ok(cli(capsys, *args, "--json")))
+
+
+@pytest.mark.parametrize("runtime", [(), ("--runtime", "mlx")])
+def test_serve_holds_what_fits_counts_without_a_memory_share(runtime, capsys):
+    """Without --runtime (and under MLX, which allocates on demand) no share of memory is set aside: `fits` and the
+    serving KV pool count the same memory, where the pool had taken vLLM's 90% and refused a model `fits` took."""
+    hw = ("--hw", "apple-m2-ultra") if runtime else ("--hw", "h100-sxm")
+    model = ("-m", "llama-3.3-70b") + (() if runtime else ("--quant", "q8_0"))
+    fits = _json(capsys, "fits", *model, *hw, *runtime, "--context", "700")
+    assert fits["fits"]
+    served = _json(capsys, "serve", *model, *hw, *runtime, "--concurrency", "1", "--requests", "2", "--prompt", "500",
+                   "--output", "200")
+    assert served["requests"] == 2
+
+
+def test_a_per_slot_runtime_sizes_every_sequence_at_its_context(capsys):
+    """Ollama allocates its default context (32,768 tokens on a 24 GiB card) per slot: predict says what fits says
+    (does not fit), where it had sized the 700 tokens the request holds."""
+    setup = ("-m", "qwen2.5-32b", "--hw", "rtx-4090", "--quant", "q4_k_m", "--runtime", "ollama")
+    assert not _json(capsys, "fits", *setup)["fits"]
+    assert not _json(capsys, "predict", *setup)["fits_in_memory"]
+    code, out, _ = cli(capsys, "predict", *setup)
+    assert code == 0 and out.splitlines()[0].startswith("does NOT fit")
+    small = ("-m", "llama-3.1-8b", "--hw", "rtx-4090", "--quant", "q4_k_m", "--runtime", "ollama")
+    held = _json(capsys, "fits", *small)["total_bytes"]
+    assert _json(capsys, "sweep", *small, "--static", "--concurrency", "1")["rows"][0]["memory_per_gpu_bytes"] == held
+
+
+def test_max_concurrency_is_the_most_that_fits(capsys):
+    base = ("fits", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--context", "700")
+    most = _json(capsys, *base)["max_concurrency"]
+    assert _json(capsys, *base, "--concurrency", str(most))["fits"]
+    assert not _json(capsys, *base, "--concurrency", str(most + 1))["fits"]
+
+
+def test_capacity_searches_the_formats_a_gguf_runtime_loads():
+    st = CardStore()
+    found = {(c.quant, c.kv_quant) for c in candidates(st.model("llama-3.1-8b"), st.hardware("rtx-4090"),
+                                                       st.runtime("llama.cpp"))}
+    assert {("q4_k_m", "fp16"), ("q8_0", "q8_0"), ("bf16", "fp16")} <= found
+    assert not any(kv == "bf16" for _, kv in found)  # fp16, its default, stands for the 16-bit cache
+
+
+def test_a_group_with_every_row_beyond_its_ceiling_says_so_not_nan():
+    from roofline.calibrate.fit import error_summary
+    from roofline.calibrate.loso_report import within_ceiling_cell
+
+    cell = within_ceiling_cell({"beyond_ceiling": 1, "after_within_ceiling": error_summary([], [])})
+    assert cell == "none within (1 beyond)" and "nan" not in cell
+    assert within_ceiling_cell({"beyond_ceiling": 0, "after_within_ceiling": error_summary([1.0], [1.0])}) == "same"
