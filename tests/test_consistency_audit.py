@@ -64,3 +64,8 @@ def test_a_group_with_every_row_beyond_its_ceiling_says_so_not_nan():
     cell = within_ceiling_cell({"beyond_ceiling": 1, "after_within_ceiling": error_summary([], [])})
     assert cell == "none within (1 beyond)" and "nan" not in cell
     assert within_ceiling_cell({"beyond_ceiling": 0, "after_within_ceiling": error_summary([1.0], [1.0])}) == "same"
+
+
+def test_fits_says_when_the_scheduler_caps_what_memory_holds(capsys):
+    code, out, _ = cli(capsys, "fits", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm", "--context", "700")
+    assert code == 0 and "at most 256 sequences at once (max_num_seqs)" in " ".join(out.split())

@@ -111,3 +111,10 @@ def test_the_index_of_a_checkpoint_names_its_folder(tmp_path, capsys):
                                  "--json")))
     by_folder = json.loads(ok(cli(capsys, "fits", "--model", folder, "--hw", "h100", "--json")))
     assert by_index["budget"]["weights"] == by_folder["budget"]["weights"] > 0
+
+
+def test_a_shard_name_claiming_billions_of_parts_is_refused_at_once(tmp_path, capsys):
+    cfg = llama_config()
+    folder = write_checkpoint(tmp_path / "ckpt", cfg, llama_tensors(cfg))
+    (folder / "model.safetensors").rename(folder / "model-00001-of-99999999999.safetensors")
+    refused(cli(capsys, "fits", "--model", folder, "--hw", "h100"), "99,999,999,999 shards", "at most")

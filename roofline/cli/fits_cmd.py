@@ -144,8 +144,11 @@ def _is_bytes(text: str) -> bool:
 def _policy_line(d: dict) -> str | None:
     p = d["memory_policy"]
     if p["policy"] == "preallocate" and p["gpu_memory_utilization"]:
+        seqs = p.get("max_num_seqs")
+        cap = f"; it runs at most {seqs:,} sequences at once (max_num_seqs), the rest wait" \
+            if seqs and d["max_concurrency"] > seqs else ""
         return (f"{d['runtime']} preallocates {p['gpu_memory_utilization']:.0%} of memory for weights, activations and "
-                f"its KV pool: the max concurrency is what that pool holds")
+                f"its KV pool: the max concurrency is what that pool holds{cap}")
     if p["policy"] == "per_slot":
         how = "its default context" if p["context_default"] else "the context asked for"
         capped = ", cut to the model's trained context" if p.get("context_capped_at_model") else ""

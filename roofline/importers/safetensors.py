@@ -194,10 +194,13 @@ def _check_numbered_shards(folder: Path, files: list[Path]) -> None:
         if m:
             present.setdefault((m[1], int(m[3])), set()).add(int(m[2]))
     for (stem, total), have in present.items():
-        missing = sorted(set(range(1, total + 1)) - have)
+        if total > MAX_SHARDS:
+            raise CardError(folder, "", f"{stem}: {total:,} shards named; a checkpoint has at most {MAX_SHARDS:,}")
+        missing = total - len(have & set(range(1, total + 1)))
         if missing:
-            raise CardError(folder, "", f"{len(missing)} of {total} shards of {stem} are missing (e.g. "
-                                        f"{stem}-{missing[0]:05d}-of-{total:05d}.safetensors): finish the download")
+            first = next(n for n in range(1, total + 1) if n not in have)
+            raise CardError(folder, "", f"{missing} of {total} shards of {stem} are missing (e.g. "
+                                        f"{stem}-{first:05d}-of-{total:05d}.safetensors): finish the download")
 
 
 # ------------------------------------------------------------------------------------------------ components

@@ -206,4 +206,5 @@ def runtime_memory_view(policy: dict | None, hw: HardwareCard, ctx: int | None, 
         hw = hw.model_copy(update={"memory": memory})
     return hw, context, blocks, step, {"policy": policy.get("memory_policy") or "generic",
                                        "gpu_memory_utilization": util,
-                                       "context_default": ctx is None and default_ctx is not None}
+                                       "context_default": ctx is None and default_ctx is not None,
+                                       "max_num_seqs": policy.get("max_num_seqs")}

@@ -102,7 +102,8 @@ class Simulation:
         queued = self.transfers[link]
         while queued and queued[0][1] <= t:
             queued.popleft()
-        self.metrics.sample(t, 0, sum(1 for start, _ in queued if start > t), None, ("link", link))
+        in_flight = 1 if queued and queued[0][0] <= t else 0  # one at a time: only the first may have started
+        self.metrics.sample(t, 0, len(queued) - in_flight, None, ("link", link))
 
     def _handoff(self, done: Sequence, t: float) -> None:
         """A prefill replica's request moves to a decode replica with its KV cache (the prompt's blocks)."""
