@@ -69,3 +69,17 @@ def test_a_group_with_every_row_beyond_its_ceiling_says_so_not_nan():
 def test_fits_says_when_the_scheduler_caps_what_memory_holds(capsys):
     code, out, _ = cli(capsys, "fits", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm", "--context", "700")
     assert code == 0 and "at most 256 sequences at once (max_num_seqs)" in " ".join(out.split())
+
+
+def test_plot_memory_takes_pipeline_stages_as_fits_does(tmp_path, capsys):
+    setup = ("-m", "llama-3.3-70b", "--hw", "h100-sxm", "--quant", "fp8", "--pp", "2")
+    fits = _json(capsys, "fits", *setup)
+    plotted = _json(capsys, "plot", "memory", *setup, "-o", tmp_path / "m.png")["hardware"]["h100-sxm"]
+    assert plotted["weights"] == fits["budget"]["weights"] < 0.55 * 72.7e9
+
+
+def test_a_phase_time_shares_sum_to_one(capsys):
+    """The fixed host time per step and sequence is a share of its own ("host"), not left out of the shares."""
+    d = _json(capsys, "predict", "-m", "llama-3.2-1b", "--hw", "b200", "--runtime", "vllm")
+    for phase in d["phases"].values():
+        assert sum(phase["time_share"].values()) == pytest.approx(1.0) and phase["time_share"]["host"] > 0

@@ -97,13 +97,13 @@ def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
 @app.command("memory", help="Stacked memory budget against capacity, one bar per hardware card.")
 def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="Hardware card(s), comma-separated.")],
                 quant: QuantOpt = None, kv_quant: KvOpt = None, context: TokOpt = "8k", concurrency: int = 1,
-                gpus: GpusOpt = 1, out: OutOpt = Path("memory.png"), as_json: JsonOpt = False, cards: CardsOpt = None,
-                runtime: RuntimeOpt = None):
+                gpus: GpusOpt = 1, pp: PpOpt = 1, out: OutOpt = Path("memory.png"), as_json: JsonOpt = False,
+                cards: CardsOpt = None, runtime: RuntimeOpt = None):
     st = store(cards)
     card, quant = model_and_quant(st, model, quant)
     choice = runtime_choice(st, runtime)
     hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
-    wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus,
+    wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp,
                        flags={"batch": "--concurrency"})
     for h in hws:
         check_parallel(card, h, wl.tp, wl.pp)

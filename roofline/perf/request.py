@@ -176,7 +176,7 @@ class PhaseReport(BaseModel):
     ridge_flop_per_byte: float  # the card's peak / bandwidth for this phase's main dtype
     bound: str  # compute | memory | overhead: whichever share of `limit_share` is largest
     limit_share: dict[str, float]  # share of the step's time in compute-limited ops, memory-limited ops, overhead
-    time_share: dict[str, float]  # by op class
+    time_share: dict[str, float]  # by op class, and "host" for the fixed host time (the shares sum to 1)
     top_ops: list[tuple[str, float]]  # (op, seconds) largest first
 
 
@@ -221,6 +221,9 @@ class Prediction(Metrics):
 def _report(st: StepTime, hw: HardwareCard, dtype: str, scale: float = 1.0) -> PhaseReport:
     total = float(np.mean(st.total_s)) * scale
     per = {k: float(np.mean(v)) * scale for k, v in st.by_class.items()}
+    host = total - sum(per.values())
+    if host > 1e-9 * total:
+        per["host"] = host  # the fixed host time per step, sequence and token: in no op's class
     ops = sorted(((k, float(np.mean(v)) * scale) for k, v in st.by_op.items()), key=lambda kv: -kv[1])
     flops, nbytes = float(np.mean(st.flops)), float(np.mean(st.bytes))
     mean = StepTime(*(float(np.mean(getattr(st, f))) for f in
