@@ -42,6 +42,14 @@ from roofline.perf.workload import check_context, make_workload
 from roofline.sizing.memory import max_concurrency
 
 
+def _memory_note(first: dict, level: int, limit: int, wl, capacity: str) -> str:
+    """Where memory runs out, from the first row's per-GPU bytes."""
+    return (f"memory runs out above {limit} concurrent requests of {wl.prompt_tokens + wl.output_tokens:,} tokens: "
+            f"weights {first['weights_bytes_per_gpu'] / 1e9:,.1f} GB + KV "
+            f"{first['kv_bytes_per_gpu'] / level / 1e9:,.3f} GB per request on {capacity} (see `roofline fits` for "
+            "every line)")
+
+
 def sweep_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model card.")],
     hw: Annotated[str, typer.Option("--hw", help="Hardware card.")],
@@ -85,11 +93,7 @@ def sweep_cmd(
     v = sweep_arrays(card, held, wl, b, np.full_like(b, wl.prompt_tokens), eff=eff, dep=dep)
     rows = [{"concurrency": n, **{k: float(v[k][i]) for k in v if k != "fits_in_memory"},
              "fits_in_memory": bool(v["fits_in_memory"][i])} for i, n in enumerate(levels)]
-    note = (f"memory runs out above {limit} concurrent requests of {wl.prompt_tokens + wl.output_tokens:,} tokens: "
-            f"weights {rows[0]['weights_bytes_per_gpu'] / 1e9:,.1f} GB + KV "
-            f"{(rows[0]['kv_bytes_per_gpu'] / levels[0]) / 1e9:,.3f} GB "
-            f"per request on {capacity} "
-            "(see `roofline fits` for every line)")
+    note = _memory_note(rows[0], levels[0], limit, wl, capacity)
     data = {"model": card.name, "hardware": hwc.name, "runtime": runtime_label(choice), "prompt_tokens": wl.prompt_tokens,
             "output_tokens": wl.output_tokens, "max_concurrency": limit,
             "mode": "static" if static else "closed_loop", "rows": rows}
