@@ -45,6 +45,11 @@ def main() -> None:
           f"{sum(x['simulated_requests'] for x in searched):,} requests simulated; "
           f"{sum(1 for x in rows if x.get('max_rate_per_s'))} meet the SLO) in {t2 - t1:.1f} s wall, "
           f"{c2 - c1:.1f} s CPU over the worker processes")
+    near = [x for x in searched if x.get("max_rate_per_s")
+            and abs(x["saturation_estimate_per_s"] / x["max_rate_per_s"] - 1) <= 0.10]
+    points = sorted(x["points"] for x in searched)
+    print(f"load points per configuration: median {points[len(points) // 2]}, most {points[-1]}; the saturation "
+          f"estimate within 10% of the answer for {len(near)} of {len(searched)}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

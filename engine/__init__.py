@@ -7,14 +7,17 @@ Importing this package imports no torch; `roofline.engine.engine` (LLMEngine) do
 """
 
 DTYPE_NAMES = ("fp32", "bf16", "fp16", "fp64")  # the dtypes the engine runs (engine.DTYPES maps them to torch's)
+# the ones a command offers: fp64 runs only in the engine's own precision tests (no KV format, kernel or
+# calibration point of the predictor is in fp64)
+COMMAND_DTYPES = ("fp32", "bf16", "fp16")
 
 
 def check_dtype(name: str | None) -> None:
     """Refuse, before torch loads, a --dtype the engine does not run (None: the command's default)."""
     from roofline.errors import RooflineError
 
-    if name is not None and name not in DTYPE_NAMES:
-        raise RooflineError(f"--dtype {name}: use one of {', '.join(DTYPE_NAMES)}")
+    if name is not None and name not in COMMAND_DTYPES:
+        raise RooflineError(f"--dtype {name}: use one of {', '.join(COMMAND_DTYPES)}")
 
 
 def load():

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ from roofline.engine.device import keep_freed_memory
 from roofline.engine.model.runner import make_caches, run_step, sample
 from roofline.engine.model.transformer import EngineError, Transformer, init_weights
 
+from roofline.cards.host import available_bytes
 from roofline.cards.model import ModelCard
 from roofline.cards.store import CardStore
 from roofline.sizing.kv import kv_bytes
@@ -67,14 +67,29 @@ class EngineConfig:
 
 
 def free_memory_bytes(device: str) -> float:
-    """Free device memory: CUDA's mem_get_info, or MemAvailable from /proc/meminfo on the CPU."""
+    """Free device memory: CUDA's mem_get_info, or on the CPU MemAvailable capped by the container's limit."""
     if device.startswith("cuda"):
         return float(torch.cuda.mem_get_info()[0])
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return float(line.split()[1]) * 1024
-    return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    return available_bytes()
+
+
+# int4 group sizes tried, largest first: 128 is the common checkpoint layout (GPTQ/AWQ); a width it does not divide
+# (gpt-oss's 2,880, GLM-4.5-Air's 10,944) takes the largest the int4 kernels also run that divides every layer's
+INT4_GROUPS = (128, 64, 32)
+
+
+def int4_group_size(model: torch.nn.Module, fmt: str) -> int:
+    """The int4 group size for every linear layer of `model` (the largest of INT4_GROUPS dividing each input
+    width); EngineError naming the layer when none does. Other formats: 128 (unused)."""
+    if fmt != "int4":
+        return INT4_GROUPS[0]
+    widths = {m.in_features: name for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    for group in INT4_GROUPS:
+        if all(w % group == 0 for w in widths):
+            return group
+    width = next(w for w in widths if w % INT4_GROUPS[-1])
+    raise EngineError(f"--weights int4: layer {widths[width]} is {width:,} wide, not a multiple of "
+                      f"{INT4_GROUPS[-1]} (the int4 kernels' smallest group); use --weights int8")
 
 
 class LLMEngine:
@@ -110,7 +125,7 @@ class LLMEngine:
         if self.cfg.weight_format:
             from roofline.engine.model.quant import quantize_linears
 
-            quantize_linears(model, self.cfg.weight_format)
+            quantize_linears(model, self.cfg.weight_format, int4_group_size(model, self.cfg.weight_format))
         if self.cfg.tp > 1:
             from roofline.engine.parallel import shard_model
 

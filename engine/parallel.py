@@ -15,7 +15,9 @@ the same tokens without exchanging them. Mamba-2 layers are refused.
 from __future__ import annotations
 
 import os
+import signal
 import socket
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -149,13 +151,24 @@ def _worker(rank: int, world: int, port: int, device: str, fn, args: tuple, resu
     else:  # the ranks share the CPU: each gets its share of the cores
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    code = 0
     try:
         out = fn(rank, world, device, *args)
         dist.barrier()  # every rank done before any tears the group down (gloo aborts a peer still connected)
         results.put((rank, out if rank == 0 else None))
+    except EngineError as err:  # the parent reports it in one line (raised, torch would write a traceback file)
+        results.put((rank, RankError(str(err))))
+        code = 1
     finally:
         dist.destroy_process_group()
-    os._exit(0)  # skip the interpreter's teardown: gloo's threads can abort a process on the way out
+    os._exit(code)  # skip the interpreter's teardown: gloo's threads can abort a process on the way out
+
+
+@dataclass(frozen=True)
+class RankError:
+    """A rank's EngineError, sent to the parent as its result."""
+
+    message: str
 
 
 def check_tp(card, world: int) -> None:
@@ -185,13 +198,31 @@ def run_ranks(world: int, device: str, fn, *args):
     ranks = mp.start_processes(_worker, args=(world, free_port(), device, fn, args, results), nprocs=world,
                                join=False, start_method="spawn")
     got: dict = {}
+    term = signal.signal(signal.SIGTERM, _terminated)  # a SIGTERM to the parent stops the ranks too
     try:
         while not ranks.join(timeout=0.05):
             _drain(results, got)  # read while the ranks run: a report larger than the pipe's buffer blocks its put
     except mp.ProcessExitedException:
-        if len(_drain(results, got)) < world:
+        _raise_rank_error(_drain(results, got))
+        if len(got) < world:
             raise
-    return _drain(results, got)[0]
+    finally:
+        signal.signal(signal.SIGTERM, term)
+        for proc in ranks.processes:  # none outlives the parent's run (an interrupt, a failed peer)
+            if proc.is_alive():
+                proc.terminate()
+    _raise_rank_error(_drain(results, got))
+    return got[0]
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _raise_rank_error(got: dict) -> None:
+    errors = [out for out in got.values() if isinstance(out, RankError)]
+    if errors:
+        raise EngineError(errors[0].message)
 
 
 def _drain(results, got: dict) -> dict:

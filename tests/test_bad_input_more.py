@@ -24,7 +24,8 @@ BAD_TRACES = {
     "many-digits.jsonl": ('{"arrival_s": 0, "prompt_tokens": ' + "9" * 5000 + ', "output_tokens": 5}\n', "line 1"),
     "deep.jsonl": ("[" * 100_000 + "]" * 100_000 + "\n", "line 1"),
     "not-utf8.csv": (f"{HEADER}\n0,10,5\n".encode() + b"\xff\xfe,1,1\n", "UTF-8"),
-    "huge-field.csv": (f'{HEADER}\n0,10,5\n"{"x" * 200_000}",1,1\n', "not a readable CSV"),
+    # cut at the line, before the CSV reader reads the field
+    "huge-field.csv": (f'{HEADER}\n0,10,5\n"{"x" * 200_000}",1,1\n', "line 3: longer than 65,536 characters"),
     "twice.csv": (f"{HEADER},arrival_s\n0,10,5,7\n", "names a column twice"),
     "jsonl-named.txt": (ROW + "\n", "name it .jsonl"),
     "fraction.jsonl": ('{"arrival_s": 0, "prompt_tokens": 10.7, "output_tokens": 5}\n', "whole numbers"),

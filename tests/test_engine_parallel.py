@@ -59,3 +59,19 @@ def _rank_one_aborts(rank: int, world: int, device: str) -> int:
 def test_a_rank_killed_before_it_reports_fails_the_run():
     with pytest.raises(Exception, match="SIGABRT"):
         parallel.run_ranks(2, "cpu", _rank_one_aborts)
+
+
+def _rank_one_refuses(rank: int, world: int, device: str) -> int:
+    if rank == 1:
+        raise EngineError("rank 1 cannot hold its shard; use fewer --layers")
+    return rank
+
+
+def test_a_rank_engine_error_reaches_the_parent_as_one_error_without_files(tmp_path, monkeypatch):
+    """An EngineError inside a rank (its memory guard, say) is the run's EngineError, one line, with no traceback
+    file left behind and no rank left running (it had surfaced as torch's ProcessRaisedException, an internal
+    error, and left /tmp/pytorch-errorfile-*.pickle)."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    with pytest.raises(EngineError, match="^rank 1 cannot hold its shard; use fewer --layers$"):
+        parallel.run_ranks(2, "cpu", _rank_one_refuses)
+    assert not list(tmp_path.glob("pytorch-errorfile*"))

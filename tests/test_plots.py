@@ -53,5 +53,6 @@ def test_serve_plot_shows_the_run_it_simulated(tmp_path):
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert d["runtime"] == "generic" and d["points"] > 5
-    assert 0 < d["peak_running"] < 10 and 0 < d["peak_waiting"] < 10  # one runs whenever any waits
+    # one runs whenever any waits, once the first step starts; at t = 0 all ten have joined the queue before it
+    assert 0 < d["peak_running"] < 10 and 0 < d["peak_waiting"] <= 10
     assert 0.5 < d["peak_kv_use"] <= 1.0

@@ -365,6 +365,6 @@ def test_a_fractional_length_names_the_whole_number_and_a_zero_spread_is_a_fixed
     for text in ("normal:500,0", "lognormal:500,0"):
         assert set(parse_lengths("--prompt", text).draw(rng, 50)) == {500}
     for bad in ("normal:500,-1", "uniform:0,10", "normal:0,5"):
-        with pytest.raises(RooflineError, match="positive token counts"):
+        with pytest.raises(RooflineError, match="token counts of at least 1"):
             parse_lengths("--prompt", bad)
     assert parse_lengths("--prompt", "1.5k").mean == 1536

@@ -31,6 +31,7 @@ class Scheduler:
         self.running: deque[Sequence] = deque()
         self.free_slots = list(range(state_slots))
         self.uses_state = state_slots > 0
+        self.num_preemptions = 0  # sequences preempted so far (each recomputes its context when readmitted)
 
     def add(self, seq: Sequence) -> None:
         self.waiting.append(seq)
@@ -163,6 +164,7 @@ class Scheduler:
         self._release_slot(seq)
         seq.status = Status.WAITING
         seq.preemptions += 1
+        self.num_preemptions += 1
         self.waiting.appendleft(seq)
 
     def finish_step(self, work: list[Scheduled], sampled: dict[int, int]) -> list[Sequence]:

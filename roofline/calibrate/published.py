@@ -11,7 +11,7 @@ import csv
 import io
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +35,7 @@ from roofline.perf.request import (
     timed_step,
 )
 from roofline.perf.workload import Workload
-from roofline.sizing.memory import Deployment, max_concurrency
+from roofline.sizing.memory import Deployment, max_concurrency, runtime_memory_view
 
 # Benchmarks that do not state their prompt: Ollama's published Spark numbers (rows H139-H150).
 UNSTATED_PROMPT_TOKENS = 512
@@ -144,10 +144,10 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
         if eff is None:
             eff = row_flags(row, expected_efficiency(hw, runtime))
         out.runtime = eff.runtime
-        cap = max_load_batch(row, runtime)
-        out.predicted = _predict(row, card, hw, gpus, eff, cap)
+        load = MaxLoad(max_load_batch(row, runtime), *max_load_memory(hw, runtime))
+        out.predicted = _predict(row, card, hw, gpus, eff, load)
         if ceiling and out.predicted is not None:
-            out.ceiling = _predict(row, card, hw, gpus, ceiling_for(eff), cap)
+            out.ceiling = _predict(row, card, hw, gpus, ceiling_for(eff), load)
     except (RooflineError, ValueError, ZeroDivisionError) as err:
         out.skipped = " ".join(str(err).split())[:300]  # one line (a pydantic error spans several)
     if out.predicted is None and not out.skipped:
@@ -155,9 +155,9 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
     return out
 
 
-def _predict(row: dict, card, hw, gpus: int, eff: Efficiency, cap: int) -> float | None:
+def _predict(row: dict, card, hw, gpus: int, eff: Efficiency, load: MaxLoad) -> float | None:
     metric, per = split_normalisation(row["metric"])
-    value = _predict_metric(metric, row, card, hw, gpus, eff, cap)
+    value = _predict_metric(metric, row, card, hw, gpus, eff, load)
     if value is None or not per:
         return value
     # `*_per_gpu` / `*_per_node` (PUBLISHED.md): the sum over the row's GPUs, per GPU or per node of this hardware
@@ -173,7 +173,7 @@ def cards_of(row: dict, store: CardStore):
     return card, hw, _int(row.get("gpus", ""), int(count.group(1)) if count else 1)
 
 
-def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency, cap: int) -> float | None:
+def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency, load: MaxLoad) -> float | None:
     tp = _int(row.get("tp", ""), 1)
     # gpus > tp: llama.cpp's default layer split — each token passes every GPU in turn (pipeline stages)
     pp = max(gpus // tp, 1)
@@ -202,7 +202,7 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
         replicas = max(gpus // (tp * pp), 1)
         wl = Workload(prompt_tokens=isl, output_tokens=osl, batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
         if not row["batch"].strip().isdecimal():  # `max`: the scheduler's max-load batch; a stated batch is kept
-            wl = _at_max_load(card, hw, wl, cap)
+            wl = _at_max_load(card, wl, load)
         values, _, _ = request_metrics(card, hw, wl, eff)
         return float(wl.batch * wl.output_tokens / values["e2e_s"]) * replicas
     if metric in LATENCY_S:  # one batch of `batch` requests, prompt -> output, start to finish
@@ -216,18 +216,40 @@ def _predict_metric(metric: str, row: dict, card, hw, gpus: int, eff: Efficiency
         wl = Workload(prompt_tokens=isl or UNSTATED_PROMPT_TOKENS, output_tokens=max(osl or UNSTATED_OUTPUT_TOKENS, 2),
                       batch=max(batch, 1), quant=quant, kv_quant=kv, tp=tp, pp=pp)
         if row["batch"].strip().lower() == "max":
-            wl = _at_max_load(card, hw, wl, cap)
+            wl = _at_max_load(card, wl, load)
         values, _, _ = request_metrics(card, hw, wl, eff)
         return float(values[LATENCY_MS[metric]]) * 1e3
     return None
 
 
-def _at_max_load(card, hw, wl: Workload, cap: int) -> Workload:
-    """An offline max-load run of one replica: the largest batch whose KV fits, capped at `cap` (the scheduler's
-    limit, or the requests the run sent)."""
-    limit = max_concurrency(card, hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
-                            Deployment(wl.tp, wl.pp))
-    return wl.model_copy(update={"batch": max(min(limit, cap), 1)})
+@dataclass(frozen=True)
+class MaxLoad:
+    """What bounds an offline max-load row's batch: the scheduler's cap (or the requests the run sent), and the
+    memory as the row's runtime sizes it (`max_load_memory`)."""
+
+    cap: int
+    hw: object  # HardwareCard as the runtime sees it (a preallocating runtime's share of the device)
+    dep: Deployment  # its KV block and step tokens, and the share of the rest its pool takes
+
+
+def max_load_memory(hw, runtime: RuntimeChoice | None) -> tuple:
+    """(hardware card, Deployment) under the runtime's memory policy, as `fits --runtime` sizes it (generic: all of
+    the memory, 16-token blocks, a 2,048-token step)."""
+    if runtime is None:
+        return hw, Deployment()
+    policy = runtime.profile.serving_policy(runtime.version or runtime.range_start)
+    if policy.get("memory_policy") == "per_slot":  # slots of a context no max-load row states: the whole memory
+        return hw, Deployment()
+    view, _, blocks, step, summary = runtime_memory_view(policy, hw, None, None, None)
+    return view, Deployment(block_tokens=blocks, max_step_tokens=step, kv_share=summary["kv_share"])
+
+
+def _at_max_load(card, wl: Workload, load: MaxLoad) -> Workload:
+    """An offline max-load run of one replica: the largest batch whose KV fits the memory as its runtime sizes it,
+    capped at the scheduler's limit (or the requests the run sent)."""
+    limit = max_concurrency(card, load.hw, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens,
+                            replace(load.dep, tp=wl.tp, pp=wl.pp))
+    return wl.model_copy(update={"batch": max(min(limit, load.cap), 1)})
 
 
 def runtime_of(row: dict, store: CardStore) -> RuntimeChoice | None:

@@ -115,11 +115,14 @@ def random_shapes(st: CardStore, n: int, seed: int, vocab: int, dtype: str) -> l
     pool = candidate_cards(st, vocab, dtype)
     families = sorted(pool)
     shapes: list[dict] = []
+    seen: set[tuple] = set()
     while len(shapes) < n:
         card, layers = rng.choice(pool[rng.choice(families)])
         shape = dict(card=card, layers=layers, batch=_log_uniform(rng, *RANDOM_BATCHES),
                      prompt=_log_uniform(rng, *RANDOM_PROMPTS))
-        if shape not in shapes:  # a repeated shape would be served (and counted) once
+        key = tuple(shape.values())
+        if key not in seen:  # a repeated shape would be served (and counted) once
+            seen.add(key)
             shapes.append(shape)
     return shapes
 
@@ -145,7 +148,8 @@ def engine_points(hw: HardwareCard, st: CardStore, device: str, dtype: str, spec
     points = []
     eff = expected_efficiency(hw)
     for (name, layers), pairs in by_card.items():
-        card = reduce_card(st.model(name), layers, spec["vocab"])
+        full = st.model(name)  # a card with a smaller vocabulary keeps its own (it is not enlarged)
+        card = reduce_card(full, layers, min(spec["vocab"], full.architecture.vocab_size))
         try:
             eng = eng_mod.engine.LLMEngine(card, dtype=dtype, device=device, max_num_seqs=max(b for b, _ in pairs),
                                            max_step_tokens=STEP_TOKENS, max_kv_bytes=KV_POOL_BYTES)

@@ -8,7 +8,7 @@ from typing import Callable, TypeVar
 
 from pydantic import ValidationError
 
-from roofline.cards.files import read_yaml_file
+from roofline.cards.files import open_regular, read_yaml_file
 from roofline.cards.model import ModelCard
 from roofline.cards.schema import first_problem
 from roofline.errors import CardError
@@ -58,10 +58,12 @@ DIRECTORY = "/"  # the model_loaders key of the reader of a folder (a safetensor
 
 
 def _has_gguf_magic(path: Path) -> bool:
+    """Whether a regular file starts with GGUF's magic (never blocks: a FIFO or device is not read here, and the
+    YAML reader then refuses it in one line)."""
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             return f.read(4) == b"GGUF"
-    except OSError:
+    except (OSError, CardError):
         return False
 
 

@@ -37,6 +37,32 @@ def _mem_total() -> float:
     return 8e9
 
 
+# a container's memory limit and use (cgroup v2, then v1); MemAvailable counts the whole machine's
+CGROUP_LIMITS = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
+
+def available_bytes() -> float:
+    """Bytes a new allocation can take on this host: /proc/meminfo MemAvailable, capped by the container's cgroup
+    limit less its use where one is set."""
+    free = float("inf")
+    try:
+        with open("/proc/meminfo") as f:
+            free = next((float(ln.split()[1]) * 1024 for ln in f if ln.startswith("MemAvailable:")), free)
+    except OSError:
+        pass
+    for limit_path, used_path in CGROUP_LIMITS:
+        try:
+            with open(limit_path) as lim, open(used_path) as used:
+                limit = lim.read().strip()
+                if limit != "max":
+                    free = min(free, float(limit) - float(used.read().strip()))
+                break
+        except (OSError, ValueError):
+            continue
+    return free if free != float("inf") else _mem_total()
+
+
 def measure_read_bandwidth(nbytes: int = 256 * 2**20, repeats: int = 3) -> float:
     """Bytes/s of a streaming read (numpy sum over a buffer far beyond L2), best of `repeats`."""
     buf = np.ones(nbytes // 8, dtype=np.float64)

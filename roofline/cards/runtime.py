@@ -169,8 +169,8 @@ class ContextTier(Strict):
 class MemoryPolicy(Strict):
     """RUNTIME_SCHEDULER.md: how the runtime sizes its KV cache."""
 
-    policy: Literal["preallocate", "on_demand", "per_slot"] | None = None
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    policy: Literal["preallocate", "free_fraction", "on_demand", "per_slot"] | None = None
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)  # free_fraction: the share of what is left
     default_context_tokens: int | None = Field(None, gt=0, le=MAX_CONTEXT)
     # the default context by device memory (Ollama from 0.15.5), smallest tier first; default_context_tokens stays
     # the answer where no device is named

@@ -92,6 +92,9 @@ def _user_error(message: str, debug: bool) -> None:
     sys.exit(2)
 
 
+INTERRUPTED = 130  # the shell's exit status for SIGINT (128 + 2)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI. User errors (ours and the argument parser's): one line on stderr, exit 2, control characters
     removed. `--debug` anywhere shows the traceback."""
@@ -124,15 +127,17 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(err.exit_code)
     except getattr(click, "Abort", KeyboardInterrupt):
         sys.stderr.write("aborted\n")
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
     except Exception as err:  # a bug: say so briefly, keep the traceback behind --debug
         if debug:
             raise
         sys.stderr.write(f"internal error: {type(err).__name__}: {_one_line(str(err))} (re-run with --debug for the "
                          "traceback)\n")
         sys.exit(1)
+    if code == INTERRUPTED:  # typer turns Ctrl-C into this exit code before our handlers see it
+        sys.stderr.write("interrupted\n")
     if isinstance(code, int) and code:
         sys.exit(code)

@@ -39,21 +39,21 @@ def calibrate_cmd(
     from roofline.calibrate.device_run import Progress, calibrate
 
     check_dtype(dtype)
+    grid = _grid_name(quick, grid)
     home = _card_home(out)
-    directory = check_output_dir(home / "hardware", "--out")  # before minutes of measuring
+    directory = _writable_card_dirs(home)  # before minutes of measuring
     st = store(cards)
-    grid_spec(grid or ("quick" if quick else "full"))  # an unknown grid is refused before measuring too
     if tp < 1:
         raise RooflineError(f"--tp: must be at least 1, got {tp}")
 
-    with Bar(transient=True, console=console(stderr=True)) as bar:  # stdout stays the report (or --json)
+    err = console(stderr=True)
+    with Bar(transient=True, console=err, disable=not err.is_terminal) as bar:  # stdout stays the report or --json
         task = bar.add_task("starting the engine", total=None)
         progress = Progress(total=lambda n: bar.update(task, total=n), advance=lambda n: bar.advance(task, n),
                             stage=lambda text: bar.update(task, description=text))
-        run = calibrate(st, device, grid or ("quick" if quick else "full"), hw, dtype, progress, tp=tp, eager=eager)
+        run = calibrate(st, device, grid, hw, dtype, progress, tp=tp, eager=eager)
     data, base, measured, summary, quality = run["card"], run["base"], run["measured"], run["summary"], run["quality"]
-    target = directory / f"{data['name']}.yaml"
-    existing = _existing(target)
+    existing = _existing(directory / f"{data['name']}.yaml")
     write, note = should_write(quality, versus_existing(quality, existing), force)
     data["calibration"]["quality"] = {"verdict": quality.verdict, "reasons": quality.reasons}
     path = profile_path = None
@@ -78,6 +78,27 @@ def calibrate_cmd(
     emit(result, as_json, lambda: _render(result))
     if not write:
         raise RooflineError(f"calibrate: {note}")
+
+
+def _grid_name(quick: bool, grid: str | None) -> str:
+    """--grid, or quick with --quick, else full; --quick beside another --grid is a contradiction, and an unknown
+    grid is refused, both before measuring."""
+    if quick and grid is not None and grid != "quick":
+        raise RooflineError(f"--quick is --grid quick; give --grid {grid} or --quick, not both")
+    name = grid or ("quick" if quick else "full")
+    grid_spec(name)
+    return name
+
+
+def _writable_card_dirs(home: Path) -> Path:
+    """home/hardware (returned) and home/runtimes, both writable, neither holding a card path that is not a file:
+    calibrate writes one card in each, after minutes of measuring."""
+    directory = check_output_dir(home / "hardware", "--out")
+    for folder in (directory, check_output_dir(home / "runtimes", "--out")):
+        odd = next((p for p in sorted(folder.glob("*.yaml")) if not p.is_file()), None) if folder.is_dir() else None
+        if odd is not None:
+            raise RooflineError(f"--out: {odd} is not a file; calibrate writes its cards there: move it away")
+    return directory
 
 
 def _existing(target: Path) -> dict | None:

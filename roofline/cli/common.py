@@ -150,7 +150,9 @@ def runtime_sizing(choice: RuntimeChoice | None, hw, wl) -> tuple:
     util = policy["gpu_memory_utilization"]
     if util:
         text += f" ({util:.0%} of {reported_label(hw)}, the share the runtime takes)"
-    return view, Deployment(wl.tp, wl.pp, blocks, step, slot_tokens=slot), text
+    if policy["kv_share"] < 1:
+        text += f" (its KV pool: {policy['kv_share']:.0%} of what the rest leaves)"
+    return view, Deployment(wl.tp, wl.pp, blocks, step, slot_tokens=slot, kv_share=policy["kv_share"]), text
 
 
 def kv_default(choice: RuntimeChoice | None, kv_quant: str | None) -> str:

@@ -10,7 +10,7 @@ import typer
 
 from roofline.calibrate.calibration import engine_quant
 from roofline.cli.common import CardsOpt, JsonOpt, TokOpt, fmt_rate, fmt_s, store, tokens
-from roofline.cli.output import Column, emit, table
+from roofline.cli.output import Column, emit, progress, table
 from roofline.engine import check_dtype, load
 from roofline.errors import RooflineError
 from roofline.perf.request import predict
@@ -37,16 +37,20 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
         as_json: JsonOpt = False, cards: CardsOpt = None):
     st = store(cards)
     card, p, o = _checked_run(st, model, layers, vocab, prompt, output, batch, tp, dtype, hw)
+    if weights not in (None, "int8", "int4"):
+        raise RooflineError(f"--weights {weights}: use int8 or int4")
+    if device == "cpu":
+        _check_run_time(card, st.hardware("host"), p, o, batch, dtype, weights)
     eng_mod = load()
     engine, bench, dev, EngineError = eng_mod.engine, eng_mod.bench, eng_mod.device, eng_mod.EngineError
     try:
-        if weights not in (None, "int8", "int4"):
-            raise RooflineError(f"--weights {weights}: use int8 or int4")
         device = dev.resolve(device)
-        options = dict(dtype=dtype, max_num_seqs=batch, max_step_tokens=batch * p, max_kv_bytes=KV_POOL_BYTES,
-                       weight_format=weights, graphs=False if eager else None)
+        options = dict(dtype=dtype, max_num_seqs=batch, max_step_tokens=batch * p,
+                       max_kv_bytes=pool_bytes(card, p + o, batch, dtype), weight_format=weights,
+                       graphs=False if eager else None)
         run = _serve_tp if tp > 1 else _serve
-        full = run(engine, bench, card, device, options, p, o, batch, tp)
+        with progress(f"running {card.name} in the engine (warm-up, then the measured run)", None):
+            full = run(engine, bench, card, device, options, p, o, batch, tp)
     except EngineError as err:
         raise RooflineError(str(err)) from None
     measured = {k: full[k] for k in KEYS}
@@ -77,6 +81,15 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
 # The most KV cache `engine run` gives the engine (it sizes its pool from free memory, at most this): room for a
 # few thousand tokens of any card at full depth, without taking a laptop's memory
 KV_POOL_BYTES = 4e9
+MAX_RUN_S = 600.0  # a CPU run `roofline predict` puts beyond this (warm-up and measured run) is refused
+POOL_SLACK_TOKENS = 1024  # pool beyond twice what the run's sequences hold (the warm-up's blocks, block rounding)
+
+
+def pool_bytes(card, tokens_per_sequence: int, batch: int, dtype: str) -> float:
+    """The KV pool `engine run` asks for: twice what its sequences hold plus slack, at most KV_POOL_BYTES (the
+    pool is allocated and zeroed whole: a 10-token run of a tiny card had taken 4 GB)."""
+    need = batch * kv_bytes(card, tokens_per_sequence, dtype)
+    return min(KV_POOL_BYTES, 2 * need + kv_bytes(card, POOL_SLACK_TOKENS, dtype))
 
 
 def _checked_run(st, model: str, layers, vocab, prompt: str, output: str, batch: int, tp: int, dtype: str, hw):
@@ -95,6 +108,7 @@ def _checked_run(st, model: str, layers, vocab, prompt: str, output: str, batch:
                                                                          batch=batch))
     check_dtype(dtype)
     _check_kv_pool(card, p + o, batch, dtype)
+    _check_step_memory(card, p, batch, dtype)
     if hw:
         st.hardware(hw)  # an unknown card is refused before the engine runs, not after
     return card, p, o
@@ -133,3 +147,41 @@ def _serve_tp(engine, bench, card, device: str, options: dict, prompt: int, outp
 
     parallel.check_tp(card, tp)
     return parallel.run_ranks(tp, device, parallel.serve, card, options, prompt, output, batch)
+
+
+def _check_step_memory(card, prompt: int, batch: int, dtype: str) -> None:
+    """Refuse, before torch loads, a run whose one prefill step (every prompt at once) needs more memory for its
+    weights and activations (`activation_bytes`, the one formula `fits` uses) than this host has available."""
+    from types import SimpleNamespace
+
+    from roofline.cards.formats import kv_format
+    from roofline.cards.host import available_bytes
+    from roofline.sizing.memory import Deployment, activation_bytes
+    from roofline.sizing.params import weight_bytes
+
+    step = batch * prompt
+    engine_dtype = SimpleNamespace(act_bytes=kv_format(dtype).bytes_per_value)  # the engine computes in --dtype
+    acts = float(activation_bytes(card, engine_dtype, Deployment(max_step_tokens=step), batch))
+    need, free = acts + sum(weight_bytes(card, dtype).values()), available_bytes()
+    if need > free:
+        raise RooflineError(f"{card.name} in {dtype}: about {(need - acts) / 1e9:,.1f} GB of weights and "
+                            f"{acts / 1e9:,.1f} GB of activations for one {step:,}-token prefill step (--prompt x "
+                            f"--batch), more than the {free / 1e9:,.1f} GB this host has available; give fewer "
+                            f"--layers, a shorter --prompt or a smaller --batch")
+
+
+def _check_run_time(card, host, prompt: int, output: int, batch: int, dtype: str, weights: str | None) -> None:
+    """Refuse, before torch loads, a CPU run the predictor puts beyond MAX_RUN_S (its warm-up runs the same prompts
+    again): a 120k-token prompt's attention alone takes the host's cores tens of minutes."""
+    wl = make_workload(prompt_tokens=prompt, output_tokens=output, batch=batch, quant=engine_quant(dtype, weights),
+                       kv_quant=dtype)
+    try:
+        pred = predict(card, host, wl)
+    except RooflineError:
+        return  # nothing to judge by: the engine's own checks stand
+    seconds = 2 * pred.ttft_s + pred.e2e_s
+    if seconds > MAX_RUN_S:
+        raise RooflineError(f"--prompt {prompt:,} --output {output:,} --batch {batch:,}: about {seconds / 60:,.0f} "
+                            f"minutes on this host's CPU by `roofline predict` (warm-up and run), over the "
+                            f"{MAX_RUN_S / 60:.0f}-minute limit; give a shorter --prompt or --output, a smaller "
+                            f"--batch or fewer --layers")

@@ -102,7 +102,7 @@ def fits_cmd(
         # a default beyond the model's trained context is cut to it (Ollama's llm/server.go: "requested context size
         # too large for model"); a --context asked for stays as asked, with a note
         ctx, policy["context_capped_at_model"] = card.architecture.max_context, True
-    dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes)
+    dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes, kv_share=policy["kv_share"])
     b = memory_budget(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     data = {"runtime": runtime_label(choice), "memory_policy": policy, "block_tokens": block_tokens,
             **_budget_data(card, hwc, wl, ctx, dep, b, runtime_runs(choice, card, hwc))}
@@ -149,6 +149,9 @@ def _policy_line(d: dict) -> str | None:
             if seqs and d["max_concurrency"] > seqs else ""
         return (f"{d['runtime']} preallocates {p['gpu_memory_utilization']:.0%} of memory for weights, activations and "
                 f"its KV pool: the max concurrency is what that pool holds{cap}")
+    if p["policy"] == "free_fraction":
+        return (f"{d['runtime']} gives its KV pool {p['kv_share']:.0%} of the memory weights, activations and the "
+                f"runtime leave: the max concurrency is what that pool holds")
     if p["policy"] == "per_slot":
         how = "its default context" if p["context_default"] else "the context asked for"
         capped = ", cut to the model's trained context" if p.get("context_capped_at_model") else ""

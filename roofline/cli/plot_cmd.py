@@ -37,7 +37,7 @@ from roofline.cli.common import (
 from roofline.cli.output import emit
 from roofline.errors import RooflineError
 from roofline.perf.parallel import check_parallel
-from roofline.perf.workload import make_workload
+from roofline.perf.workload import check_context, make_workload
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 OutOpt = Annotated[Path, typer.Option("--output-file", "-o", help="Image file: .png, .svg or .pdf.",
@@ -56,7 +56,8 @@ def _plots():
 
 
 def _done(path: Path, data: dict, as_json: bool) -> None:
-    emit({"path": str(path), **data}, as_json, lambda: [f"wrote {path}"])
+    warnings = [f"[yellow]{w}[/yellow]" for w in data.get("warnings", [])]
+    emit({"path": str(path), **data}, as_json, lambda: [*warnings, f"wrote {path}"])
 
 
 @app.command("roofline", help="The roofline chart with the prefill and decode steps and their main ops.")
@@ -68,8 +69,10 @@ def roofline_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")], qua
     card, quant = model_and_quant(st, model, quant)
     hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
-    wl = make_workload(prompt_tokens=tokens("--prompt", prompt), batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus)
+    wl = make_workload(prompt_tokens=tokens("--prompt", prompt), batch=batch, quant=quant,
+                       kv_quant=kv_default(choice, kv_quant), tp=gpus)
     check_parallel(card, hwc, wl.tp, wl.pp)
+    check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
     data = _plots().plot_roofline(card, hwc, wl, image_path(out), eff)
     _done(out, {"runtime": runtime_label(choice), **data}, as_json)
@@ -88,6 +91,7 @@ def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
     check_parallel(card, hwc, wl.tp, wl.pp)
+    check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
     held, dep, _ = runtime_sizing(choice, hwc, wl)
     data = _plots().plot_sweep(card, held, wl, int_list("--concurrency", concurrency), image_path(out), eff, dep)
@@ -109,9 +113,10 @@ def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="H
         check_parallel(card, h, wl.tp, wl.pp)
         runtime_efficiency(choice, card, h, wl)  # the runtime runs this hardware and these formats
     sized = [runtime_sizing(choice, h, wl)[:2] for h in hws]
-    data = _plots().plot_memory(card, [h for h, _ in sized], wl, tokens("--context", context), image_path(out),
-                                [d for _, d in sized])
-    _done(out, {"runtime": runtime_label(choice), "hardware": data}, as_json)
+    ctx, most = tokens("--context", context), card.architecture.max_context
+    data = _plots().plot_memory(card, [h for h, _ in sized], wl, ctx, image_path(out), [d for _, d in sized])
+    warnings = [f"{ctx:,} tokens is beyond {card.name}'s max context of {most:,}"] if ctx > most else []  # as fits
+    _done(out, {"runtime": runtime_label(choice), "hardware": data, "warnings": warnings}, as_json)
 
 
 @app.command("serve", help="A simulated serving run over time: running batch, queue and KV pool use.")

@@ -66,6 +66,8 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
 
     if seed < 0:
         raise RooflineError(f"--seed: give a whole number >= 0, got {seed}")
+    if trace is not None and not trace.strip():
+        raise RooflineError("--trace: empty path; give a CSV or JSONL trace file")
     prompt, output, burstiness = _load_options(rate, trace, prompt, output, burstiness)
     card, quant = model_and_quant(st, model, quant)
     hwc = st.hardware(hw)
@@ -124,8 +126,11 @@ def serve_cmd(
     if offered:  # arrivals faster than the fleet serves: the queue, and so TTFT, grow with the run
         from roofline.perf.serving.capacity import overloaded
 
-        data["overloaded"] = overloaded(result, offered, data["requests"])
+        m = result.metrics
+        data["overloaded"] = overloaded(result, offered, m.first_arrival_s, m.last_arrival_s)
         data.setdefault("rate_per_s", offered)
+    elif trace:  # every row at one instant: a burst, no rate to be over
+        data["overloaded"] = None
     emit(data, as_json, lambda: render_serve(data))
 
 
@@ -186,6 +191,10 @@ def capacity_cmd(
         runtime_efficiency(choice, card, h, make_workload(quant=weights, kv_quant=kv_default(choice, None)))
     prices = cap.parse_prices(usd_per_gpu_hour, hws)
     prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
+    longest, ctx = prompt_lengths.upper + output_lengths.upper, card.architecture.max_context
+    if longest > ctx:  # every configuration would refuse the requests; say so once, before the search
+        raise RooflineError(f"--prompt {prompt} --output {output}: requests of up to {longest:,.0f} tokens are beyond "
+                            f"{card.name}'s context of {ctx:,}; shorten them")
     jobs = sum(len(cap.candidates(card, h, choice, weights)) for h in hws)
     with progress("searching configurations", jobs) as advance:
         rows = cap.capacity(card, hws, choice, prompt_lengths, output_lengths, slo_ttft, slo_itl, target_rate, prices,

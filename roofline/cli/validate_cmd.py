@@ -21,9 +21,14 @@ from roofline.calibrate.validation import (
 )
 from roofline.cli.common import CardsOpt, JsonOpt, image_path, int_list, name_list, nonempty_path, store
 from roofline.cli.output import Column, emit, progress, table
-from roofline.engine import load
+from roofline.engine import check_dtype, load
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import expected_efficiency
+from roofline.perf.workload import check_context, make_workload
+
+
+# shapes `--random` draws, at most: 40 take minutes; the draw avoids repeats among ~1.5M distinct shapes
+MAX_RANDOM_SHAPES = 10_000
 
 
 def validate_cmd(
@@ -54,7 +59,8 @@ def validate_cmd(
     vocab: Annotated[int, typer.Option(min=2, help="Engine shapes: vocabulary size.")] = FRESH["vocab"],
     passes: Annotated[int, typer.Option(min=1, help="Engine shapes: passes over each card's shapes (each phase keeps "
                                         "its faster pass, as calibrate keeps each point's).")] = FRESH["passes"],
-    random_n: Annotated[Optional[int], typer.Option("--random", min=1, help="Engine shapes: N shapes drawn at random "
+    random_n: Annotated[Optional[int], typer.Option("--random", min=1, max=MAX_RANDOM_SHAPES,
+                                                    help="Engine shapes: N shapes drawn at random "
                                                     "over the bundled cards the engine runs (not the quick grid's), "
                                                     "batch 1-32, prompt 16-1024; replaces --model/--batch/--prompt.")]
     = None,
@@ -63,12 +69,12 @@ def validate_cmd(
 ):
     """Report the predictor's error per metric: median and p90 absolute % error and bias."""
     st = store(cards)
-    if jobs is not None and not (published and by_source):
-        raise RooflineError("--jobs: only --published ... --by-source fits in several processes; drop --jobs")
-    if out is not None and (by_source or serving):
-        raise RooflineError("-o: the scatter is drawn for --published FILE or --engine-shapes; drop -o")
     _check_one_mode(published, serving, engine_shapes, engine_options={
-        "--hw": hw, "--dtype": dtype, "--random": random_n, "--device": device != "cpu"})
+        "--hw": hw, "--dtype": dtype, "--random": random_n, "--device": device != "cpu"}, by_source=by_source,
+        jobs=jobs, out=out)
+    _check_engine_options(serving, engine_shapes, dtype, random_n, seed, {
+        "--model": model, "--batch": batch, "--prompt": prompt, "--output": output, "--layers": layers,
+        "--vocab": vocab, "--passes": passes})
     if out is not None:
         out = image_path(out)
     if published and by_source:
@@ -87,9 +93,36 @@ def validate_cmd(
     _engine_shapes(st, hw, device, dtype, spec, random_n, seed, out, as_json)
 
 
-def _check_one_mode(published, serving: bool, engine_shapes: bool, engine_options: dict) -> None:
+# the --engine-shapes options as they read when not given (FRESH, as the command line writes them)
+SHAPE_DEFAULTS = {"--model": ",".join(FRESH["cards"]), "--batch": ",".join(map(str, FRESH["batches"])),
+                  "--prompt": ",".join(map(str, FRESH["prompts"])), "--output": FRESH["output"],
+                  "--layers": FRESH["layers"], "--vocab": FRESH["vocab"], "--passes": FRESH["passes"]}
+
+
+def _check_engine_options(serving: bool, engine_shapes: bool, dtype: str | None, random_n: int | None, seed: int,
+                          shape_options: dict) -> None:
+    """Engine runs: a --dtype the engine runs; --serving serves its own fixed traces, so the options that shape
+    --engine-shapes runs (`shape_options`, --random, --seed) do not apply to it; --seed needs --random."""
+    if serving:
+        given = [flag for flag, value in shape_options.items() if value != SHAPE_DEFAULTS[flag]]
+        given += ["--random"] * (random_n is not None) + ["--seed"] * (seed != 0)
+        if given:
+            raise RooflineError(f"{given[0]} sets up --engine-shapes runs; --serving serves its own traces: drop it")
+    if serving or engine_shapes:
+        check_dtype(dtype)
+    if engine_shapes and seed and not random_n:
+        raise RooflineError("--seed sets the --random draw; add --random N or drop --seed")
+
+
+def _check_one_mode(published, serving: bool, engine_shapes: bool, engine_options: dict, by_source: bool = False,
+                    jobs: int | None = None, out: Path | None = None) -> None:
     """One of --published, --serving and --engine-shapes; with --published, none of the options that only set up
-    engine runs (`engine_options`: flag -> whether it was given)."""
+    engine runs (`engine_options`: flag -> whether it was given); --jobs only with --by-source, -o only where a
+    scatter is drawn."""
+    if jobs is not None and not (published and by_source):
+        raise RooflineError("--jobs: only --published ... --by-source fits in several processes; drop --jobs")
+    if out is not None and (by_source or serving):
+        raise RooflineError("-o: the scatter is drawn for --published FILE or --engine-shapes; drop -o")
     modes = [flag for flag, on in (("--published", published), ("--serving", serving),
                                    ("--engine-shapes", engine_shapes)) if on]
     if len(modes) > 1:
@@ -109,9 +142,13 @@ def _engine_shapes(st, hw: str | None, device: str, dtype: str | None, spec: dic
     if random_n:
         shapes = random_shapes(st, random_n, seed, spec["vocab"], dtype)
     else:
-        for name in spec["cards"]:
-            st.model(name)  # an unknown card fails here, before any engine starts
+        for name in spec["cards"]:  # an unknown card or a request it cannot hold fails here, before any engine starts
+            model = st.model(name)
+            for p in spec["prompts"]:
+                check_context(model.architecture.max_context, model.name,
+                              make_workload(prompt_tokens=p, output_tokens=spec["output"]))
         shapes = grid_shapes(spec)
+    device = load().resolve_device(device)
     with progress("running fresh engine shapes", len(shapes) * spec["passes"]) as advance:
         points = engine_points(card, st, device, dtype, spec, advance, shapes)
     if out:
@@ -217,13 +254,14 @@ def _published(st, path: Path, as_json: bool, out: Path | None) -> None:
 
 
 def _serving(st, hw: str | None, device: str, dtype: str | None, as_json: bool) -> None:
-    load()  # a clear line when torch is missing
+    device = load().resolve_device(device)  # a clear line when torch is missing or the device is not there
     from roofline.calibrate.serving_validation import serving_validation, spec_for
 
     card = st.hardware(hw or "host")
     dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
     spec = spec_for(device)
-    rows = serving_validation(card, st, device, dtype, spec)
+    with progress("serving the traces in the engine, then simulating them", None):
+        rows = serving_validation(card, st, device, dtype, spec)
     data = {"hardware": card.name, "spec": spec, "dtype": dtype, "traces": rows}
     cut = f"{spec['layers'] or 'all'} layers, vocab {spec['vocab'] or 'whole'}"
 

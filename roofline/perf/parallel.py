@@ -63,7 +63,8 @@ def collective_ops(card: ModelCard, step: Step, tp: int, pp: int, act_bytes: flo
 
 
 def check_parallel(card: ModelCard, hw: HardwareCard, tp: int, pp: int) -> None:
-    """Refuse layouts no engine runs: tp must divide the attention heads; more than one GPU needs a link."""
+    """Refuse layouts no engine runs: tp must divide the attention heads; more than one GPU needs a link; tensor
+    parallel stays within the card's scale-up domain where it states one (`gpus_per_node` > 1)."""
     heads = card.architecture.attention.num_heads if card.architecture.attention else None
     if tp > 1 and heads and heads % tp:
         raise RooflineError(f"--gpus {tp}: {card.name} has {heads} attention heads, which {tp} GPUs cannot split "
@@ -71,5 +72,11 @@ def check_parallel(card: ModelCard, hw: HardwareCard, tp: int, pp: int) -> None:
     if tp * pp > 1 and hw.interconnect.bandwidth_bytes_per_s_per_direction <= 0:
         raise RooflineError(f"{hw.name} has no GPU-to-GPU link in its card (interconnect.bandwidth_per_direction); "
                             f"multi-GPU needs one")
+    node = hw.interconnect.gpus_per_node
+    if node > 1 and tp > node:  # a card that states its scale-up domain (NVLink, xGMI): TP stays inside it
+        raise RooflineError(f"--gpus {tp}: tensor parallel spans {hw.name}'s GPU link domain of {node} GPUs; across "
+                            f"nodes, split the layers: --gpus {node} --pp {tp * pp // node}" if tp * pp % node == 0
+                            else f"--gpus {tp}: tensor parallel spans {hw.name}'s GPU link domain of {node} GPUs; "
+                            f"use at most --gpus {node} (--pp for more GPUs)")
     if pp > card.architecture.num_layers:
         raise RooflineError(f"--pp {pp}: {card.name} has only {card.architecture.num_layers} layers")

@@ -82,7 +82,8 @@ def check_context(max_context: int, model: str, wl: Workload) -> None:
         parts = " + ".join(f"{n:,} {what}" for n, what in ((wl.context_tokens, "cached"), (wl.prompt_tokens, "prompt"),
                                                              (wl.output_tokens, "output")) if n)
         raise RooflineError(f"{parts} = {wl.tokens_held:,} tokens is beyond {model}'s max context of {max_context:,}; "
-                            "shorten the request, or pass --allow-beyond-context for a RoPE-scaled run")
+                            "shorten the request (`roofline predict --allow-beyond-context` predicts a RoPE-scaled "
+                            "run)")
 
 
 _FLAG = {"prompt_tokens": "--prompt", "output_tokens": "--output", "batch": "--batch", "spec_tokens": "--spec-tokens",

@@ -7,7 +7,7 @@ context and framework), and on unified-memory parts what the OS and CPU keep.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -36,9 +36,12 @@ class Deployment:
     block_tokens: int = BLOCK_TOKENS
     max_step_tokens: int = MAX_STEP_TOKENS
     runtime_bytes: float | None = None  # None: RUNTIME_BYTES for the card's kind
+    # share of the memory left after weights, activations and the runtime that the KV cache may take (a runtime
+    # that sizes its pool so: TensorRT-LLM's free_gpu_memory_fraction); 1: all of it
     # a per-slot runtime (llama.cpp -c, Ollama num_ctx) allocates at least this context per sequence, whatever the
     # request holds
     slot_tokens: int = 0
+    kv_share: float = 1.0
 
     @property
     def gpus(self) -> int:
@@ -58,6 +61,7 @@ class Budget:
     kv_bytes_per_token: float
     kv_bytes_per_sequence: Num
     weights_by_component: dict[str, float] = field(default_factory=dict)
+    kv_share: float = 1.0  # Deployment.kv_share: the KV cache may take this share of what the rest leaves
 
     @property
     def fixed_bytes(self) -> Num:
@@ -69,12 +73,17 @@ class Budget:
         return self.fixed_bytes + self.kv_bytes
 
     @property
+    def kv_room_bytes(self) -> Num:
+        """What the KV cache may take: `kv_share` of the memory the rest leaves."""
+        return self.kv_share * (self.capacity_bytes - self.fixed_bytes)
+
+    @property
     def headroom_bytes(self) -> Num:
-        return self.capacity_bytes - self.total_bytes
+        return self.kv_room_bytes - self.kv_bytes
 
     @property
     def fits(self) -> Num:
-        return self.total_bytes <= self.capacity_bytes
+        return self.kv_bytes <= self.kv_room_bytes
 
 
 def resident_weight_bytes(card: ModelCard, fmts: Formats, tp: int = 1, pp: int = 1) -> dict[str, float]:
@@ -117,7 +126,7 @@ def memory_budget(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant
                   runtime_bytes=runtime, activations_bytes=activation_bytes(card, fmts, dep, concurrency),
                   weights_bytes=sum(weights.values()), kv_bytes=concurrency * per_seq,
                   kv_bytes_per_token=kv_bytes_per_token(card, kv_quant, dep.tp, dep.pp), kv_bytes_per_sequence=per_seq,
-                  weights_by_component=weights)
+                  weights_by_component=weights, kv_share=dep.kv_share)
 
 
 def max_concurrency(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, context_tokens: int,
@@ -172,7 +181,7 @@ def min_gpus(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str
         pp = n // tp
         if pp > card.architecture.num_layers:
             break
-        layout = Deployment(tp, pp, dep.block_tokens, dep.max_step_tokens, dep.runtime_bytes)
+        layout = replace(dep, tp=tp, pp=pp, slot_tokens=0)
         if memory_budget(card, hw, quant, kv_quant, context_tokens, concurrency, layout).fits:
             return layout
     return None
@@ -192,9 +201,11 @@ def runtime_memory_view(policy: dict | None, hw: HardwareCard, ctx: int | None, 
                         max_step_tokens: int | None):
     """(hardware card as the runtime sees it, context, block tokens, step tokens, policy summary) under a runtime's
     memory policy (`RuntimeProfile.serving_policy()`). preallocate (vLLM gpu_memory_utilization, SGLang
-    mem_fraction_static, TRT-LLM free_gpu_memory_fraction): weights, activations and the KV pool live in that
-    fraction of memory, so the max concurrency is what the pool holds. per_slot (llama.cpp, Ollama): the context
-    asked for is allocated per slot, the runtime's default context when none is given. None: the whole memory."""
+    mem_fraction_static): weights, activations and the KV pool live in that fraction of memory, so the max
+    concurrency is what the pool holds. free_fraction (TensorRT-LLM free_gpu_memory_fraction): the KV pool takes that
+    fraction of what weights, activations and the runtime leave (`Deployment.kv_share`; the summary's "kv_share").
+    per_slot (llama.cpp, Ollama): the context asked for is allocated per slot, the runtime's default context when
+    none is given. None: the whole memory."""
     policy = policy or {}
     default_ctx = policy.get("default_context_tokens") if policy.get("memory_policy") == "per_slot" else None
     context = ctx if ctx is not None else default_ctx or DEFAULT_CONTEXT_TOKENS
@@ -204,7 +215,8 @@ def runtime_memory_view(policy: dict | None, hw: HardwareCard, ctx: int | None, 
     if util and util < 1:  # the reserve lies outside the share: the runtime multiplies what the device reports
         memory = hw.memory.model_copy(update={"capacity_bytes": preallocated_bytes(hw, util), "reserved_bytes": 0.0})
         hw = hw.model_copy(update={"memory": memory})
+    share = policy.get("gpu_memory_utilization") if policy.get("memory_policy") == "free_fraction" else None
     return hw, context, blocks, step, {"policy": policy.get("memory_policy") or "generic",
-                                       "gpu_memory_utilization": util,
+                                       "gpu_memory_utilization": util, "kv_share": share or 1.0,
                                        "context_default": ctx is None and default_ctx is not None,
                                        "max_num_seqs": policy.get("max_num_seqs")}

@@ -7,8 +7,9 @@ Each load point serves max(MIN_REQUESTS, MIN_ARRIVAL_S x rate) requests; the fir
 span fills the batch and the KV pool and is not counted. A point fails when more than (1 - ATTAINMENT) of the
 counted requests miss the SLO (the run stops as soon as that is certain) or when the queue grows over the counted
 span by more than OVERLOAD_SHARE of its arrivals (the rate is above what the replica serves: TTFT diverges with a
-longer run). The rate is bracketed from an estimate of the replica's saturation rate, then bisected until the
-bracket is within RATE_TOLERANCE."""
+longer run). The rate is bracketed by stepping from an estimate of the replica's saturation rate
+(`saturation_rate`: within a few percent of the answer where the batch's throughput binds, so most searches take
+three points), then bisected until the bracket is within RATE_TOLERANCE."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ from roofline.perf.efficiency import check_runtime_supports, expected_efficiency
 from roofline.perf.serving.deployment import Fleet
 from roofline.perf.serving.policy import policy_for
 from roofline.perf.serving.run import build_fleet
-from roofline.perf.serving.simulator import ServingResult, simulate
-from roofline.perf.serving.workload import Lengths, open_loop
+from roofline.perf.serving.simulator import ServingResult, Thrashing, simulate
+from roofline.perf.serving.workload import MIN_RATE_PER_S, Lengths, open_loop
 from roofline.perf.workload import make_workload
 
 ATTAINMENT = 0.9  # DistServe's evaluation goal: 90% of requests within both SLOs
@@ -41,7 +42,11 @@ WARMUP_SHARE = 0.1  # share of the arrival span not counted (the batch and the p
 OVERLOAD_SHARE = 0.05  # queue growth over the counted span, as a share of its arrivals, that marks overload
 RATE_TOLERANCE = 0.05  # bisection stops when the bracket's top is within 5% of its bottom
 MAX_POINTS = 16  # load points per configuration, at most (bracketing + bisection)
-FIRST_PROBE = 0.8  # the first rate tried, as a share of the saturation estimate (SLO rates are usually near it)
+# the first step away from the saturation estimate, as a factor (each further step squares it): twice
+# RATE_TOLERANCE, so a bracket found in one step closes with one bisection
+FIRST_STEP = 1 + 2 * RATE_TOLERANCE
+MAX_STEP = 4.0  # the largest step (far from the estimate: the bisection that follows takes five points)
+ESTIMATE_BATCHES = 24  # batch sizes the saturation estimate tries (geometric, 1 to the fullest batch)
 TP_SIZES = (1, 2, 4, 8)
 
 
@@ -100,24 +105,27 @@ def load_point(fleet: Fleet, rate: float, prompt: Lengths, output: Lengths, slo:
     warmup_s = WARMUP_SHARE * span_s
     counted = n - int(WARMUP_SHARE * n)
     allowed = int((1 - ATTAINMENT) * counted)
-    r = simulate(fleet, open_loop(rate, n, prompt, output, seed), slo_ttft_s=slo.ttft_s, slo_itl_s=slo.itl_s,
-                 shared_prefixes=False, warmup_s=warmup_s, abort_after_misses=allowed)
+    try:
+        r = simulate(fleet, open_loop(rate, n, prompt, output, seed), slo_ttft_s=slo.ttft_s, slo_itl_s=slo.itl_s,
+                     shared_prefixes=False, warmup_s=warmup_s, abort_after_misses=allowed)
+    except Thrashing as err:  # a pool too small for this rate: it fails, a lower rate may not
+        return {"rate_per_s": rate, "requests": n, "aborted": True, "meets": False, "overloaded": True,
+                "why": str(err)}
     point = {"rate_per_s": rate, "requests": n, "aborted": r.aborted}
     if r.aborted:
         return {**point, "meets": False, "overloaded": None, "why": f"more than {allowed} of {counted} requests "
                                                                     f"missed the SLO"}
-    grew = overloaded(r, rate, n)
+    grew = overloaded(r, rate, 0.0, span_s)
     attained = r.metrics.good / max(r.metrics.finished, 1)
     return {**point, "meets": attained >= ATTAINMENT and not grew, "overloaded": grew,
             "queue_growth": queue_growth(r, warmup_s, span_s), "attainment": attained, "result": r}
 
 
-def overloaded(r: ServingResult, rate: float, requests: int) -> bool:
-    """Whether an open-loop run's queue grew by more than OVERLOAD_SHARE of its arrivals after the warm-up share
-    (the load point's test, for a run of `requests` at `rate`)."""
-    span_s = requests / rate
-    warmup_s = WARMUP_SHARE * span_s
-    return queue_growth(r, warmup_s, span_s) > OVERLOAD_SHARE * rate * (span_s - warmup_s)
+def overloaded(r: ServingResult, rate: float, start_s: float, end_s: float) -> bool:
+    """Whether an open-loop run's queue grew by more than OVERLOAD_SHARE of its arrivals between the end of the
+    warm-up share of its arrival span [start_s, end_s] (first to last arrival) and the last arrival."""
+    warm_s = start_s + WARMUP_SHARE * (end_s - start_s)
+    return queue_growth(r, warm_s, end_s) > OVERLOAD_SHARE * rate * (end_s - warm_s)
 
 
 def queue_growth(r: ServingResult, start_s: float, end_s: float) -> float:
@@ -129,17 +137,25 @@ def queue_growth(r: ServingResult, start_s: float, end_s: float) -> float:
     return at(end_s) - at(start_s)
 
 
-def saturation_rate(fleet: Fleet, prompt: Lengths, output: Lengths) -> float:
-    """A rate the replica cannot exceed (requests/s), from its step timer: the fullest batch the pool and the
-    scheduler allow, each request paying its prefill alone plus its share of that batch's decode steps."""
-    s = fleet.setup
-    tokens = prompt.mean + output.mean
-    batch = max(1, min(s.policy.effective_max_seqs, int(s.num_blocks * s.policy.block_size_tokens // tokens)))
-    context = prompt.mean + output.mean / 2
-    decode_s = s.timer.step_seconds([int(context)] * batch, [], [], batch)
-    chunk = min(int(prompt.mean), s.policy.max_num_batched_tokens)
-    prefill_s = s.timer.step_seconds([], [chunk], [0], 1) * prompt.mean / chunk
-    return fleet.replicas / (output.mean * decode_s / batch + prefill_s)
+def saturation_rate(fleet: Fleet, prompt: Lengths, output: Lengths, itl_s: float = math.inf) -> float:
+    """The rate the replica sustains (requests/s), from its step timer: the best over batch sizes b (up to the
+    fullest batch the pool and the scheduler allow) of b sequences decoding while each step also carries the
+    prefill tokens that keep b in flight (b x prompt/output, within the step's token budget), leaving out batches
+    whose step is slower than `itl_s` (but for the first). Prefill rides in the decode steps (chunked prefill), so a prompt costs what
+    it adds to a step, not a step of its own. Queueing for a free slot is not counted (the search finds it)."""
+    s, pol = fleet.setup, fleet.setup.policy
+    fullest = max(1, min(pol.effective_max_seqs,
+                         int(s.num_blocks * pol.block_size_tokens // (prompt.mean + output.mean))))
+    context = int(prompt.mean + output.mean / 2)
+    best = 0.0
+    for b in sorted({round(x) for x in np.geomspace(1, fullest, ESTIMATE_BATCHES)} | {fullest}):
+        prefill = min(b * prompt.mean / output.mean, max(pol.max_num_batched_tokens - b, 0))  # tokens per step
+        chunk = [math.ceil(prefill)] if prefill > 0 else []
+        step_s = s.timer.step_seconds([context] * b, chunk, [0] * len(chunk), b + len(chunk))
+        if step_s > itl_s and best > 0:
+            break  # a bigger batch only steps slower
+        best = max(best, min(b / output.mean, prefill / prompt.mean) / step_s)
+    return fleet.replicas * max(best, MIN_RATE_PER_S)  # a start the search can step from (0 would stay 0)
 
 
 def alone_misses(fleet: Fleet, prompt: Lengths, output: Lengths, slo: Slo) -> str | None:
@@ -154,6 +170,35 @@ def alone_misses(fleet: Fleet, prompt: Lengths, output: Lengths, slo: Slo) -> st
     if tpot_s > slo.itl_s:
         return f"one request alone: time per output token {tpot_s * 1e3:.3g} ms > {slo.itl_s * 1e3:.3g} ms"
     return None
+
+
+def highest_passing(probe: Callable[[float], dict], start: float) -> tuple[float, float | None, dict | None, float]:
+    """(lo, hi, the load point at lo, the last rate tried): the highest rate `probe` finds meeting the SLO, lo, and
+    the lowest found failing, hi, within RATE_TOLERANCE of each other. From `start` it steps up (it passes) or down
+    (it fails) by FIRST_STEP, squaring the step each time up to MAX_STEP, until the outcome flips; then it bisects.
+    lo is 0 and the point None when even start/256 fails; hi is None when no rate tried failed (MAX_POINTS)."""
+    lo, hi, best, rate, step, tried, last = 0.0, None, None, start, FIRST_STEP, 0, start
+    while tried < MAX_POINTS and rate >= start / 256:
+        p, tried, last = probe(rate), tried + 1, rate
+        if p["meets"]:
+            lo, best = rate, p
+            if hi is not None:
+                break
+            rate = rate * step
+        else:
+            hi = rate
+            if best is not None:
+                break
+            rate = rate / step
+        step = min(step * step, MAX_STEP)
+    while best is not None and hi is not None and tried < MAX_POINTS and hi > lo * (1 + RATE_TOLERANCE):
+        mid = (lo + hi) / 2
+        p, tried = probe(mid), tried + 1
+        if p["meets"]:
+            lo, best = mid, p
+        else:
+            hi = mid
+    return lo, hi, best, last
 
 
 def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, prompt: Lengths, output: Lengths,
@@ -171,7 +216,7 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
     alone = alone_misses(fleet, prompt, output, slo)
     if alone:
         return {**row, "fits": True, "max_rate_per_s": 0.0, "points": 0, "why": alone}
-    top = saturation_rate(fleet, prompt, output)
+    top = saturation_rate(fleet, prompt, output, slo.itl_s)
     points: list[dict] = []
 
     def probe(rate: float) -> dict:
@@ -179,34 +224,16 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
         points.append(p)
         return p
 
-    lo, hi, best = 0.0, top, None
-    rate = FIRST_PROBE * top
-    while len(points) < MAX_POINTS:  # bracket: halve until a rate passes (or the SLO is out of reach)
-        p = probe(rate)
-        if p["meets"]:
-            lo, best = rate, p
-            break
-        hi, rate = rate, rate / 2
-        if rate < top / 256:
-            break
-    while best is not None and len(points) < MAX_POINTS and hi == top:  # the estimate's top passes: widen
-        p = probe(hi)
-        if not p["meets"]:
-            break
-        lo, best, hi = hi, p, hi * 2
-    while best is not None and len(points) < MAX_POINTS and hi > lo * (1 + RATE_TOLERANCE):
-        mid = (lo + hi) / 2
-        p = probe(mid)
-        if p["meets"]:
-            lo, best = mid, p
-        else:
-            hi = mid
+    try:
+        lo, hi, best, rate = highest_passing(probe, top)
+    except RooflineError as err:  # a request this configuration cannot hold (a runtime's slot context)
+        return {**row, "fits": False, "why": str(err)}
     row.update(fits=True, saturation_estimate_per_s=top, points=len(points),
                simulated_requests=sum(p["requests"] for p in points))
     if best is None:
         return {**row, "max_rate_per_s": 0.0, "why": f"even {rate:.3g} req/s misses the SLO"}
     s = best["result"].summary()
-    return {**row, "max_rate_per_s": lo, "bracket_top_per_s": hi,
+    return {**row, "max_rate_per_s": lo, "bracket_top_per_s": hi,  # None: no rate tried failed
             "concurrency": lo * s["e2e_s"]["mean"],  # Little's law: requests in the system at that rate
             # sustained at that rate: every request's output tokens (the run's own figure also counts its drain)
             "output_tok_s": lo * s["output_tokens_per_request"],

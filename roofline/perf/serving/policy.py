@@ -9,7 +9,7 @@ from roofline.cards.hardware import HardwareCard
 from roofline.cards.runtime import RuntimeChoice
 from roofline.errors import RooflineError
 
-MEMORY_POLICIES = ("preallocate", "on_demand", "per_slot")
+MEMORY_POLICIES = ("preallocate", "free_fraction", "on_demand", "per_slot")
 
 
 def replica_memory_bytes(hw: HardwareCard | None, gpus: int = 1) -> float | None:
@@ -28,9 +28,11 @@ class ServingPolicy:
     parallel_slots: int | None = None  # llama.cpp -np / OLLAMA_NUM_PARALLEL: fixed slots, each its own context
     slot_context_tokens: int | None = None  # context per slot
     prefix_caching: bool = True  # reuse of full KV blocks by hash
-    memory_policy: str = "preallocate"  # preallocate | on_demand | per_slot
-    # share of what the device reports that a preallocating runtime takes for weights, activations and KV; 1 (all
-    # of it) without --runtime, as `fits` counts, and for runtimes that allocate on demand (MLX) or state none
+    memory_policy: str = "preallocate"  # preallocate | free_fraction | on_demand | per_slot
+    # preallocate: share of what the device reports that the runtime takes for weights, activations and KV; 1 (all
+    # of it) without --runtime, as `fits` counts, and for runtimes that allocate on demand (MLX) or state none.
+    # free_fraction: share of what is left after weights, activations and the runtime that the KV pool takes
+    # (TensorRT-LLM's free_gpu_memory_fraction)
     gpu_memory_utilization: float = 1.0
     default_context_tokens: int | None = None  # a runtime's context when none is asked for (Ollama num_ctx)
     default_context_tiers: list | None = None  # where that default depends on the device's memory (shown only)

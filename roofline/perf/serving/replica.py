@@ -29,7 +29,8 @@ UNBOUNDED_BLOCKS = 1 << 20  # a model with no per-token KV (pure Mamba-2): block
 def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: ServingPolicy) -> int:
     """Blocks of `policy.block_size_tokens` the KV pool holds on each GPU of a replica. preallocate / on_demand:
     what `memory_budget` leaves of `preallocated_bytes` (gpu_memory_utilization of what the device reports) after
-    weights, activations at the step's token budget and the runtime. per_slot: each slot's context, if it fits."""
+    weights, activations at the step's token budget and the runtime; free_fraction: gpu_memory_utilization of what
+    they leave of all it reports. per_slot: each slot's context, if it fits."""
     slots = policy.effective_max_seqs
     dep = Deployment(wl.tp, wl.pp, policy.block_size_tokens, policy.max_num_batched_tokens)
     if policy.memory_policy == "per_slot":
@@ -45,6 +46,8 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
     per_block = budget.kv_bytes_per_token * policy.block_size_tokens
     util = policy.gpu_memory_utilization if policy.memory_policy == "preallocate" else 1.0
     room = preallocated_bytes(hw, util) - float(budget.fixed_bytes - budget.reserved_bytes)
+    if policy.memory_policy == "free_fraction":  # the pool takes its share of what the rest leaves
+        room = policy.gpu_memory_utilization * room
     if room <= 0:
         raise RooflineError(f"{card.name} does not fit {hw.name} x{wl.tp * wl.pp}: weights "
                             f"{budget.weights_bytes / 1e9:,.1f} GB per GPU + activations and runtime exceed "
@@ -124,6 +127,8 @@ class Replica:
         seq.replica_arrival_s = t
         self.outstanding_tokens += len(seq) + seq.max_tokens
         self.scheduler.add(seq)
+        # the queue as the request joins it (a burst faster than a step shows in the series, and so as overload)
+        self.metrics.sample(t, len(self.scheduler.running), len(self.scheduler.waiting), self.kv_use(), id(self))
 
     def kv_use(self) -> float:
         return 1.0 - self.blocks.num_free / len(self.blocks.ref_count)

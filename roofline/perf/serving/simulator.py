@@ -19,6 +19,17 @@ from roofline.perf.serving.replica import Replica, TokenSpace, new_sequence
 from roofline.perf.serving.workload import Request
 
 
+# a run is refused as thrashing past this many preemptions, and past this many per request served so far: vLLM
+# preempts a sequence when its next block is not free and recomputes it later; a pool too small for the load
+# preempts the same long sequences thousands of times each, which no measurement of a usable setup shows
+MIN_THRASH_PREEMPTIONS = 10_000
+THRASH_PREEMPTIONS_PER_REQUEST = 20
+
+
+class Thrashing(RooflineError):
+    """Preemptions beyond the thrash limits: the run would take time in proportion to them, not to its requests."""
+
+
 @dataclass
 class ClosedLoop:
     """N clients, each sending its next request the moment the previous one completes (as `vllm bench serve
@@ -77,13 +88,26 @@ class Simulation:
     def _check(self, req: Request) -> None:
         self.count += 1
         total = req.prompt_tokens + req.output_tokens
+        where, fix = (req.where, "shorten or drop the row") if req.where else (f"request {self.count}", "")
         if req.prompt_tokens >= self.context or total > self.context:
-            raise RooflineError(f"request {self.count}: {req.prompt_tokens:,} prompt + {req.output_tokens:,} output "
-                                f"tokens exceed {self.fleet.setup.card.name}'s context of {self.context:,} tokens")
+            raise RooflineError(f"{where}: {req.prompt_tokens:,} prompt + {req.output_tokens:,} output tokens exceed "
+                                f"{self.fleet.setup.card.name}'s context of {self.context:,} tokens; "
+                                f"{fix or 'use a shorter --prompt/--output'}")
         if total > self.limit:
-            raise RooflineError(f"request {self.count}: {total:,} tokens exceed what one sequence can hold here "
-                                f"({self.limit:,}: the KV pool or the runtime's slot context); use shorter "
-                                f"requests, fewer slots or more memory")
+            raise RooflineError(f"{where}: {total:,} tokens exceed what one sequence can hold here ({self.limit:,}: "
+                                f"the KV pool or the runtime's slot context); "
+                                f"{fix or 'use shorter requests, fewer slots or more memory'}")
+
+    def _check_thrash(self) -> None:
+        """Refuse a run whose KV pool thrashes: sequences preempted over and over, each recomputing its context
+        (the simulation's work then grows with every preemption, not with the requests)."""
+        done = sum(r.scheduler.num_preemptions for r in self.replicas)
+        if done > max(MIN_THRASH_PREEMPTIONS, THRASH_PREEMPTIONS_PER_REQUEST * self.count):
+            setup = self.fleet.setup
+            raise Thrashing(f"the KV pool thrashes: {done:,} preemptions for {self.count:,} requests so far, each "
+                            f"recomputing its whole context ({setup.num_blocks * setup.policy.block_size_tokens:,} "
+                            "tokens of KV per replica); lower --rate or --concurrency, shorten --output or give it "
+                            "more memory (--gpus)")
 
     def _arrive(self, req: Request, t: float) -> None:
         self._check(req)
@@ -170,6 +194,8 @@ class Simulation:
             prefill = r if r in self.prefill else None
             for seq in r.step(t_event):
                 self._finished(seq, prefill, on_done)
+            if r.scheduler.num_preemptions > MIN_THRASH_PREEMPTIONS:
+                self._check_thrash()
 
 
 def simulate(fleet: Fleet, arrivals: Iterable[Request] | None = None, closed: ClosedLoop | None = None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -22,6 +22,7 @@ class Request:
     output_tokens: int
     prefix_id: str | None = None  # requests with the same id share their first `prefix_tokens` tokens
     prefix_tokens: int = 0
+    where: str | None = field(default=None, compare=False)  # a trace row's file and line, for the errors that name it
 
 
 # --- lengths ------------------------------------------------------------------------------------------------------
@@ -69,10 +70,10 @@ def parse_lengths(option: str, text: str) -> Lengths:
         values = []
     expected = 1 if kind == "fixed" else 2
     # a spread of 0 is a fixed length (normal:500,0 = 500); every other count must be positive
-    if kind not in DISTRIBUTIONS or len(values) != expected or values[0] <= 0 or min(values) < 0 \
-            or (kind == "uniform" and values[1] <= 0):
+    if kind not in DISTRIBUTIONS or len(values) != expected or values[0] < 1 or min(values) < 0 \
+            or (kind == "uniform" and values[1] < 1):
         raise RooflineError(f"{option} {text!r}: use N, uniform:LOW,HIGH, normal:MEAN,SD or lognormal:MEAN,SD "
-                            f"with positive token counts (an SD may be 0)")
+                            f"with token counts of at least 1 (an SD may be 0)")
     if kind == "fixed" and not values[0].is_integer():
         raise RooflineError(f"{option} {text!r}: a length is a whole number of tokens; use "
                             f"{max(1, round(values[0])):,}")
@@ -124,6 +125,10 @@ TRACE_FIELDS = ("arrival_s", "prompt_tokens", "output_tokens")
 # (a Unix time in ns read as seconds made every latency 0 us)
 MAX_ARRIVAL_S = 1e9
 PREFIX_FIELDS = ("prefix_id", "prefix_tokens")  # optional: requests with one id share their first prefix_tokens
+MAX_LINE_CHARS = 65_536  # a row is five short fields; a prefix_id of a few hundred characters still fits
+# (leading bytes, format, the tool that undoes it): compressed traces are refused with the fix, not read as text
+COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"BZh", "bzip2", "bunzip2"), (b"\xfd7zXZ", "xz", "unxz"),
+              (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"), (b"PK\x03\x04", "zip", "unzip"))
 
 
 def _count(value) -> int:
@@ -153,14 +158,21 @@ def _row(raw: dict, where: str) -> Request:
     except (TypeError, ValueError, OverflowError):
         raise RooflineError(f"{where}: arrival_s must be a finite number and prompt_tokens, output_tokens and "
                             "prefix_tokens whole numbers") from None
-    if not math.isfinite(arrival) or arrival < 0 or prompt <= 0 or output <= 0 or not 0 <= prefix_tokens <= prompt:
+    if not math.isfinite(arrival):
+        raise RooflineError(f"{where}: arrival_s {arrival} is not a finite number of seconds")
+    if arrival < 0 or prompt <= 0 or output <= 0 or not 0 <= prefix_tokens <= prompt:
         raise RooflineError(f"{where}: needs arrival_s >= 0, prompt_tokens > 0, output_tokens > 0 and "
                             f"0 <= prefix_tokens <= prompt_tokens")
     if arrival > MAX_ARRIVAL_S:
         raise RooflineError(f"{where}: arrival_s {arrival:.4g} is beyond {MAX_ARRIVAL_S:g} s; it is seconds from the "
                             "trace's start, not a timestamp (subtract the first arrival; ns or ms: divide)")
     prefix = raw.get("prefix_id")
-    return Request(arrival, prompt, output, None if prefix in (None, "") else str(prefix), prefix_tokens)
+    if prefix not in (None, "") and (isinstance(prefix, bool) or not isinstance(prefix, (str, int))):
+        raise RooflineError(f"{where}: prefix_id must be a name or a number, got {str(prefix)[:40]!r}")
+    if prefix not in (None, "") and not prefix_tokens:
+        raise RooflineError(f"{where}: prefix_id without prefix_tokens; give how many leading tokens the requests "
+                            f"that name it share")
+    return Request(arrival, prompt, output, None if prefix in (None, "") else str(prefix), prefix_tokens, where)
 
 
 def read_trace(path: str | Path) -> Iterator[Request]:
@@ -170,10 +182,15 @@ def read_trace(path: str | Path) -> Iterator[Request]:
     if not path.is_file():
         why = "a directory" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
         raise RooflineError(f"--trace {path}: {why}; give a CSV or JSONL trace file")
+    with path.open("rb") as raw:
+        magic = raw.read(4)
+    for head, what, fix in COMPRESSED:
+        if magic.startswith(head):
+            raise RooflineError(f"--trace {path}: {what}-compressed; {fix} it first (a trace is CSV or JSONL text)")
     jsonl = path.suffix.lower() in (".jsonl", ".json", ".ndjson")
     last, count, line = 0.0, 0, 1
     with path.open(newline="", encoding="utf-8-sig") as f:
-        rows = _jsonl_rows(f, path) if jsonl else _csv_rows(f, path)
+        rows = _jsonl_rows(_lines(f, path), path) if jsonl else _csv_rows(_lines(f, path), path)
         try:
             for line, raw in rows:
                 req = _row(raw, f"--trace {path}, line {line}")
@@ -189,6 +206,18 @@ def read_trace(path: str | Path) -> Iterator[Request]:
                                 "per line") from None
     if count == 0:
         raise RooflineError(f"--trace {path}: no requests in the file")
+
+
+def _lines(f, path: Path) -> Iterator[str]:
+    """The file's lines, each read up to MAX_LINE_CHARS (a trace row is a few numbers: a longer line is not one,
+    and reading it whole would hold it all in memory)."""
+    line = 0
+    while text := f.readline(MAX_LINE_CHARS + 1):
+        line += 1
+        if len(text) > MAX_LINE_CHARS:
+            raise RooflineError(f"--trace {path}, line {line}: longer than {MAX_LINE_CHARS:,} characters; a trace row "
+                                f"is {', '.join(TRACE_FIELDS)}[, {', '.join(PREFIX_FIELDS)}]")
+        yield text
 
 
 def _jsonl_rows(f, path: Path) -> Iterator[tuple[int, dict]]:

@@ -1,0 +1,58 @@
+"""Memory policies of the runtimes that size the KV pool from what the weights leave (TensorRT-LLM, lmdeploy), as
+`fits`, `serve` and the published max-load rows all count them."""
+
+import json
+
+import pytest
+from conftest import run_cli
+
+from roofline.calibrate.published import MaxLoad, _at_max_load, max_load_memory
+from roofline.cards.store import CardStore
+from roofline.perf.serving.policy import policy_for
+from roofline.perf.serving.replica import kv_pool_blocks
+from roofline.perf.workload import Workload, make_workload
+
+STORE = CardStore()
+
+
+@pytest.mark.parametrize("runtime, share", [("trtllm", 0.9), ("lmdeploy", 0.8)])
+def test_fits_a_free_fraction_runtime_gives_its_pool_that_share_of_what_is_left(runtime, share):
+    """TensorRT-LLM (free_gpu_memory_fraction 0.9) and lmdeploy (cache_max_entry_count 0.8) size the KV pool as a
+    share of the memory left after the weights load, not of the whole GPU: with Llama-3.3-70B FP8 filling most of
+    an H100, vLLM's 90% of the device leaves no 8k sequence room while TensorRT-LLM's pool holds three (it had been
+    counted as vLLM's). The pool is exactly the share of what the rest leaves, and serve's pool agrees."""
+    args = ("fits", "-m", "llama-3.3-70b", "--hw", "h100-sxm", "--quant", "fp8", "--json")
+    free, vllm = (json.loads(run_cli(*args, "--runtime", r).stdout) for r in (runtime, "vllm"))
+    assert free["memory_policy"]["policy"] == "free_fraction" and free["memory_policy"]["kv_share"] == share
+    left = free["capacity_bytes"] - sum(v for k, v in free["budget"].items() if k != "kv")
+    per_seq = free["kv_bytes_per_sequence"]
+    assert free["max_concurrency"] == int(share * left // per_seq)
+    if runtime == "trtllm":
+        assert free["max_concurrency"] == 3 and vllm["max_concurrency"] == 0
+    choice = STORE.runtime(runtime)
+    hw, card = STORE.hardware("h100-sxm"), STORE.model("llama-3.3-70b")
+    policy = policy_for(choice, hw)
+    blocks = kv_pool_blocks(card, hw, make_workload(quant="fp8", kv_quant=choice.profile.default_kv_format), policy)
+    tokens = blocks * policy.block_size_tokens
+    # serve sizes activations for the runtime's whole batch (fits for one sequence): its pool is a little smaller
+    assert 0.8 * share * left <= tokens * free["kv_bytes_per_token"] <= share * left * 1.001
+
+
+def test_a_max_load_row_is_sized_under_its_runtime_memory_policy():
+    """An offline max-load row's batch is the most sequences the runtime's own pool holds (as `fits --runtime`
+    counts it): vLLM's 90% of the device, TensorRT-LLM's 90% of what the weights leave; generic rows keep all of
+    the memory. Llama-3.3-70B FP8 at 1,000 + 1,000 tokens on one H100 runs about three times the sequences under
+    TensorRT-LLM that it runs under vLLM (the rows had all been sized with the whole memory)."""
+    hw, card = STORE.hardware("h100-sxm"), STORE.model("llama-3.3-70b")
+    wl = Workload(prompt_tokens=1000, output_tokens=1000, batch=1, quant="fp8", kv_quant="fp8")
+    batch = {}
+    for name in ("trtllm", "vllm", None):
+        runtime = STORE.runtime(name) if name else None
+        view, dep = max_load_memory(hw, runtime)
+        batch[name] = _at_max_load(card, wl, MaxLoad(10_000, view, dep)).batch
+        if name == "vllm":
+            assert view.memory.capacity_bytes == pytest.approx(0.9 * hw.memory.usable_bytes) and dep.kv_share == 1
+        if name == "trtllm":
+            assert view is hw and dep.kv_share == 0.9 and dep.block_tokens == 32
+    assert batch["vllm"] < batch["trtllm"] < batch[None]
+    assert batch["trtllm"] > 2.5 * batch["vllm"]
