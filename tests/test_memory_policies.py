@@ -56,3 +56,14 @@ def test_a_max_load_row_is_sized_under_its_runtime_memory_policy():
             assert view is hw and dep.kv_share == 0.9 and dep.block_tokens == 32
     assert batch["vllm"] < batch["trtllm"] < batch[None]
     assert batch["trtllm"] > 2.5 * batch["vllm"]
+
+
+def test_predict_gives_the_verdict_fits_gives_under_a_free_fraction_runtime():
+    """predict compared the whole budget with the whole card and said 'fits' at batch 56-61 where TensorRT-LLM's
+    pool (90% of what the rest leaves) holds 55 sequences of 8,320 tokens, as fits and sweep count; it now judges
+    the KV against that pool, and its margin is the pool's."""
+    base = ("-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "trtllm", "--json")
+    most = json.loads(run_cli("fits", *base, "--context", "8320").stdout)["max_concurrency"]
+    for batch, fits in ((most, True), (most + 1, False)):
+        p = json.loads(run_cli("predict", *base, "--batch", str(batch), "--prompt", "8192", "--output", "128").stdout)
+        assert p["fits_in_memory"] is fits and (p["memory_headroom_bytes"] >= 0) is fits

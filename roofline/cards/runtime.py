@@ -193,8 +193,7 @@ class Version(Strict):
     version: str
     released: str | None = None  # YYYY-MM(-DD): rows that give a date but no version map here
     notes: str = ""
-    # decode steps captured as CUDA graphs: descriptive (shown, not applied); the launch cost a runtime pays per
-    # kernel is its fitted `kernel_overhead_s`, and a version range whose graphs changed decode `refits: memory`
+    # CUDA graphs: shown, not applied (the launch cost is the fitted kernel_overhead_s; a change `refits: memory`)
     cuda_graphs: StrictBool | None = None
     efficiency: dict[str, EfficiencyOverrides] = {}
     scheduler: Scheduler = Scheduler()
@@ -222,6 +221,7 @@ class RuntimeProfile(Strict):
     kv_formats: list[str] = Field(min_length=1)
     default_kv_format: str
     cuda_graphs: StrictBool | None = None
+    multi_gpu: Literal["tensor", "layer"] = "tensor"  # what --gpus N splits: tensors, or layers (llama.cpp -sm layer)
     efficiency: dict[str, EfficiencyOverrides] = {}
     scheduler: Scheduler = Scheduler()
     memory: MemoryPolicy = MemoryPolicy()

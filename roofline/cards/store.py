@@ -161,6 +161,9 @@ class CardStore:
         card = self._by_name(kind, name)
         if card is not None:
             return card
+        if "," in name:  # a list where one card is asked for had resolved to one of its names
+            raise RooflineError(f"{what} {name!r}: one name here; `roofline compare` (and `capacity` for --hw) takes "
+                                "a comma-separated list")
         if kind == "hardware" and name.strip().lower() in ("host", "host-cpu"):
             from roofline.cards.host import host_card  # measured on first use
 

@@ -61,7 +61,8 @@ QuantOpt = Annotated[Optional[str], typer.Option("--quant", help="Weight format,
 KvOpt = Annotated[Optional[str], typer.Option("--kv-quant", help="KV-cache format: bf16, fp16, fp8, q8_0, q4_0 "
                                               "(default: the runtime's, else bf16).")]
 TokOpt = Annotated[str, typer.Option(help="Token count: 500, 4k, 128K, 1M.")]
-GpusOpt = Annotated[int, typer.Option("--gpus", help="GPUs in tensor parallel (shards weights and KV heads).")]
+GpusOpt = Annotated[int, typer.Option("--gpus", help="GPUs in tensor parallel (shards weights and KV heads); under "
+                                     "llama.cpp and Ollama, layers split across them (their default).")]
 PpOpt = Annotated[int, typer.Option("--pp", help="Pipeline-parallel stages (GPUs = gpus x pp).")]
 
 
@@ -138,14 +139,23 @@ def runtime_policy(choice: RuntimeChoice | None, hw, gpus: int) -> dict | None:
     return choice.profile.serving_policy(choice.version or choice.range_start, replica_memory_bytes(hw, gpus))
 
 
-def runtime_sizing(choice: RuntimeChoice | None, hw, wl) -> tuple:
+def parallel_layout(choice: RuntimeChoice | None, gpus: int, pp: int) -> dict:
+    """tp and pp of --gpus/--pp under the runtime: a runtime that splits layers across GPUs by default (llama.cpp's
+    -sm layer, Ollama) runs --gpus N as N pipeline stages, one GPU each; others tensor-parallel --gpus."""
+    if choice is not None and choice.profile.multi_gpu == "layer" and gpus > 1:
+        return {"tp": 1, "pp": gpus * pp}
+    return {"tp": gpus, "pp": pp}
+
+
+def runtime_sizing(choice: RuntimeChoice | None, hw, wl, model) -> tuple:
     """(card as the runtime's memory policy sees it, Deployment, capacity text): the share of each GPU a
     preallocating runtime takes (vLLM's gpu_memory_utilization) and the KV block and step tokens it sizes with,
     as `fits --runtime` counts them, and the context a per-slot runtime (llama.cpp, Ollama) allocates for every
-    sequence, so `predict`, `compare` and `sweep` give the verdict `fits` gives."""
+    sequence, cut to the `model` card's context as `fits` cuts it, so `predict`, `compare` and `sweep` give the
+    verdict `fits` gives."""
     view, context, blocks, step, policy = runtime_memory_view(runtime_policy(choice, hw, wl.tp * wl.pp), hw, None,
                                                               None, None)
-    slot = context if policy["policy"] == "per_slot" else 0
+    slot = min(context, model.architecture.max_context) if policy["policy"] == "per_slot" else 0
     text = capacity_label(view.memory.capacity_bytes, view.memory.capacity_binary)
     util = policy["gpu_memory_utilization"]
     if util:

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from roofline.cards.hardware import default_key
 from roofline.cards.schema import MAX_SMALL
 from roofline.cards.units import QuantityError, parse_quantity
 from roofline.cli.common import (
@@ -20,6 +21,7 @@ from roofline.cli.common import (
     fmt_margin,
     kv_default,
     model_and_quant,
+    parallel_layout,
     runtime_choice,
     runtime_label,
     runtime_policy,
@@ -76,7 +78,7 @@ def fits_cmd(
     if runtime is not None and runtime_memory is None and _is_bytes(runtime):
         runtime, runtime_memory = None, runtime  # `--runtime 2GB`: the overhead, as before --runtime-memory existed
     choice = runtime_choice(st, runtime)
-    wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), batch=concurrency, tp=gpus, pp=pp,
+    wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), batch=concurrency, **parallel_layout(choice, gpus, pp),
                        flags={"batch": "--concurrency"})
     for label, value in (("--block-tokens", block_tokens), ("--max-step-tokens", max_step_tokens)):
         if value is not None and value <= 0:
@@ -98,9 +100,9 @@ def fits_cmd(
     hwc, ctx, block_tokens, max_step_tokens, policy = runtime_memory_view(
         runtime_policy(choice, hwc, wl.tp * wl.pp), hwc, None if context is None else tokens("--context", context),
         block_tokens, max_step_tokens)
-    if policy["context_default"] and ctx > card.architecture.max_context:
-        # a default beyond the model's trained context is cut to it (Ollama's llm/server.go: "requested context size
-        # too large for model"); a --context asked for stays as asked, with a note
+    if context is None and ctx > card.architecture.max_context:
+        # a default (the runtime's, or 8,192) beyond the model's trained context is cut to it (Ollama's
+        # llm/server.go: "requested context size too large for model"); a --context asked for stays, with a note
         ctx, policy["context_capped_at_model"] = card.architecture.max_context, True
     dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes, kv_share=policy["kv_share"])
     b = memory_budget(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
@@ -131,6 +133,11 @@ def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget, runs=None)
         "warnings": [f"{ctx:,} tokens is beyond {card.name}'s max context of {card.architecture.max_context:,}"]
         if ctx > card.architecture.max_context else [],
     }
+
+
+# what the runtime line of the budget holds on each kind of card (sizing.memory.RUNTIME_BYTES)
+RUNTIME_WHAT = {"gpu": "CUDA/ROCm context, framework", "accelerator": "device context, framework",
+                "soc": "GPU context, framework", "apple": "Metal context, framework", "cpu": "framework"}
 
 
 def _is_bytes(text: str) -> bool:
@@ -167,7 +174,8 @@ def kv_per_token(card, d: dict) -> str:
     short = kv_bytes_per_token_in_window(card, d["kv_quant"]) / d["gpus"]
     if window is None or abs(short - d["kv_bytes_per_token"]) < 1:
         return f"{d['kv_bytes_per_token'] / 1024:,.1f} KiB/token"
-    return f"{short / 1024:,.1f} KiB/token up to the {window:,}-token window, {d['kv_bytes_per_token'] / 1024:,.1f} beyond"
+    return (f"{short / 1024:,.1f} KiB/token up to the {window:,}-token window, "
+            f"{d['kv_bytes_per_token'] / 1024:,.1f} KiB beyond")
 
 
 def render(d: dict, b: Budget, card, hw):
@@ -179,7 +187,7 @@ def render(d: dict, b: Budget, card, hw):
     rows += [(f"KV cache: {d['concurrency']} × {d['context_tokens']:,} tokens ({d['kv_quant']}, "
               f"{kv_per_token(card, d)}, {d['block_tokens']}-token blocks)", _gb(d["budget"]["kv"])),
              ("activations (max step tokens)", _gb(d["budget"]["activations"])),
-             ("runtime (CUDA context, framework)", _gb(d["budget"]["runtime"]))]
+             (f"runtime ({RUNTIME_WHAT.get(default_key(hw), 'framework')})", _gb(d["budget"]["runtime"]))]
     if d["budget"]["reserved"]:
         keeper = "the OS/CPU (unified memory)" if hw.memory.unified else "the driver (firmware, ECC)"
         rows.append((f"reserved by {keeper}", _gb(d["budget"]["reserved"])))

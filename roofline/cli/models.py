@@ -50,12 +50,12 @@ def model_record(card: ModelCard, origin: str | None = None) -> dict:
 
 def kv_label(derived: dict) -> str:
     """KV per token at long context; for sliding-window layers also what each token costs below the window
-    (mistral-7b: '128.0 KiB ≤4,096 tok, then 0.0')."""
+    (mistral-7b: '128.0 KiB ≤4,096 tok, then 0.0 KiB')."""
     long_ctx, short = derived["kv_bytes_per_token_bf16"], derived["kv_bytes_per_token_in_window_bf16"]
     window = derived["shortest_window_tokens"]
     if window is None or abs(short - long_ctx) < 1:
         return f"{long_ctx / 1024:,.1f} KiB"
-    return f"{short / 1024:,.1f} KiB ≤{window:,} tok, then {long_ctx / 1024:,.1f}"
+    return f"{short / 1024:,.1f} KiB ≤{window:,} tok, then {long_ctx / 1024:,.1f} KiB"
 
 
 @app.command("list", help="All model cards (bundled, user directory, --cards).")

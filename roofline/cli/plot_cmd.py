@@ -26,6 +26,7 @@ from roofline.cli.common import (
     model_and_quant,
     name_list,
     nonempty_path,
+    parallel_layout,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
@@ -70,7 +71,7 @@ def roofline_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")], qua
     hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), batch=batch, quant=quant,
-                       kv_quant=kv_default(choice, kv_quant), tp=gpus)
+                       kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, 1))
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
@@ -89,11 +90,11 @@ def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
     hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
+                       quant=quant, kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, pp))
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
-    held, dep, _ = runtime_sizing(choice, hwc, wl)
+    held, dep, _ = runtime_sizing(choice, hwc, wl, card)
     data = _plots().plot_sweep(card, held, wl, int_list("--concurrency", concurrency), image_path(out), eff, dep)
     _done(out, {"runtime": runtime_label(choice), **data}, as_json)
 
@@ -107,12 +108,12 @@ def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="H
     card, quant = model_and_quant(st, model, quant)
     choice = runtime_choice(st, runtime)
     hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
-    wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp,
+    wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, pp),
                        flags={"batch": "--concurrency"})
     for h in hws:
         check_parallel(card, h, wl.tp, wl.pp)
         runtime_efficiency(choice, card, h, wl)  # the runtime runs this hardware and these formats
-    sized = [runtime_sizing(choice, h, wl)[:2] for h in hws]
+    sized = [runtime_sizing(choice, h, wl, card)[:2] for h in hws]
     ctx, most = tokens("--context", context), card.architecture.max_context
     data = _plots().plot_memory(card, [h for h, _ in sized], wl, ctx, image_path(out), [d for _, d in sized])
     warnings = [f"{ctx:,} tokens is beyond {card.name}'s max context of {most:,}"] if ctx > most else []  # as fits

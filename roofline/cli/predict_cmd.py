@@ -22,6 +22,7 @@ from roofline.cli.common import (
     fmt_s,
     kv_default,
     model_and_quant,
+    parallel_layout,
     runtime_choice,
     runtime_efficiency,
     runtime_runs,
@@ -83,7 +84,7 @@ def inputs_line(p: Prediction, extra: dict[str, str] | None = None) -> str:
 
 def margin(p: Prediction) -> str:
     """How far the memory need is from the capacity."""
-    return fmt_margin(p.memory_capacity_bytes - p.memory_per_gpu_bytes)
+    return fmt_margin(p.memory_headroom_bytes)
 
 
 def render_prediction(p: Prediction, instead: list[dict], extra: dict[str, str] | None = None, capacity: str = ""):
@@ -163,13 +164,13 @@ def predict_cmd(
     ctx = tokens("--cached-tokens", cached_tokens, allow_zero=True)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), spec_tokens=spec_tokens, accept_rate=accept,
-                       draft_model=draft, context_tokens=ctx, tp=gpus, pp=pp,
+                       draft_model=draft, context_tokens=ctx, **parallel_layout(choice, gpus, pp),
                        allow_beyond_context=allow_beyond_context)
     card = reduce_card(card, layers, vocab)
     hwc = st.hardware(hw)
     draft_card = st.model(draft) if draft else None
     eff = runtime_efficiency(choice, card, hwc, wl)
-    held, dep, capacity = runtime_sizing(choice, hwc, wl)
+    held, dep, capacity = runtime_sizing(choice, hwc, wl, card)
     p = predict(card, held, wl, draft=draft_card, eff=eff, dep=dep)
     instead = [] if p.fits_in_memory else run_instead(card, held, wl, draft_card, eff, dep,
                                                       runtime_runs(choice, card, hwc))

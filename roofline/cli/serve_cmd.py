@@ -27,6 +27,7 @@ from roofline.cli.common import (
     kv_default,
     model_and_quant,
     name_list,
+    parallel_layout,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
@@ -72,7 +73,7 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     card, quant = model_and_quant(st, model, quant)
     hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
-    wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
+    wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, pp))
     if network_gbps is not None and not MIN_NETWORK_GBPS <= network_gbps < math.inf:
         raise RooflineError(f"--network-gbps: must be a finite number of at least {MIN_NETWORK_GBPS:g} Gbit/s, got "
                             f"{network_gbps}")

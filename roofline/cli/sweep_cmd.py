@@ -22,6 +22,7 @@ from roofline.cli.common import (
     kv_default,
     model_and_quant,
     name_list,
+    parallel_layout,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
@@ -76,12 +77,12 @@ def sweep_cmd(
     choice = runtime_choice(st, runtime)
     levels = int_list("--concurrency", concurrency)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       quant=quant, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp,
+                       quant=quant, kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, pp),
                        batch=max(levels), flags={"batch": "--concurrency"})
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
-    held, dep, capacity = runtime_sizing(choice, hwc, wl)
+    held, dep, capacity = runtime_sizing(choice, hwc, wl, card)
     limit = max_concurrency(card, held, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens, dep)
     if limit < 1:  # nothing to tabulate: say why and what would fit, in one line
         fixes = [a["flag"] for a in run_instead(card, held, wl.model_copy(update={"batch": 1}), None, eff, dep,
@@ -187,17 +188,17 @@ def compare_cmd(
     runs = []
     for card, q in specs:
         wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                           batch=batch, quant=q, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
+                           batch=batch, quant=q, kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, pp))
         for h in hws:
             eff = runtime_efficiency(choice, card, h, wl)
-            held, dep, _ = runtime_sizing(choice, h, wl)
+            held, dep, _ = runtime_sizing(choice, h, wl, card)
             p = predict(card, held, wl, eff=eff, dep=dep)
             runs.append((p, [] if p.fits_in_memory else run_instead(card, held, wl, None, eff, dep,
                                                                     runtime_runs(choice, card, h))))
     preds = [p for p, _ in runs]
     data = [{**p.model_dump(exclude={"phases"}), "instead": alt} for p, alt in runs]
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
-                       batch=batch, kv_quant=kv_default(choice, kv_quant), tp=gpus, pp=pp)
+                       batch=batch, kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, pp))
 
     def render():
         cols = ["model", "hardware", "weights", Column("TTFT", "right"), Column("ITL", "right"),

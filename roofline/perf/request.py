@@ -210,6 +210,9 @@ class Prediction(Metrics):
     kv_bytes: float  # KV cache + state of all `batch` sequences at prompt + output tokens (the draft's included)
     memory_per_gpu_bytes: float  # the full budget on one GPU: weights + KV shares, activations, runtime, OS
     memory_capacity_bytes: float  # one GPU's capacity
+    # what the KV cache may still grow by on one GPU (negative: short by): the capacity left, or under a runtime
+    # whose pool takes a share of what the rest leaves (TensorRT-LLM), that share less the KV held
+    memory_headroom_bytes: float = 0.0
     fits_in_memory: bool
     bound: dict[str, str]
     ceiling: Metrics
@@ -298,12 +301,13 @@ def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | 
     dep = dep or Deployment(wl.tp, wl.pp)
     per_gpu = memory_budget(card, hw, wl.quant, wl.kv_quant, tokens, wl.batch, dep)
     weights, kv = whole.weights_bytes, float(whole.kv_bytes)
-    total_per_gpu = float(per_gpu.total_bytes)
+    fixed_gpu, kv_gpu = float(per_gpu.fixed_bytes), float(per_gpu.kv_bytes)
     if draft is not None:  # the draft model is resident beside the target: its weights and its own KV cache
         d_whole = memory_budget(draft, hw, wl.quant, wl.kv_quant, tokens, wl.batch, Deployment(block_tokens=1))
         d_gpu = memory_budget(draft, hw, wl.quant, wl.kv_quant, tokens, wl.batch, dep)
         weights, kv = weights + d_whole.weights_bytes, kv + float(d_whole.kv_bytes)
-        total_per_gpu += d_gpu.weights_bytes + float(d_gpu.kv_bytes)
+        fixed_gpu, kv_gpu = fixed_gpu + d_gpu.weights_bytes, kv_gpu + float(d_gpu.kv_bytes)
+    headroom = dep.kv_share * (per_gpu.capacity_bytes - fixed_gpu) - kv_gpu  # as Budget.headroom_bytes
     phases = {"prefill": _report(pre, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts")),
               "decode": _report(dec, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts"),
                                 1.0 / wl.tokens_per_verify)}
@@ -313,7 +317,7 @@ def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | 
         spec_tokens=wl.spec_tokens, accept_rate=wl.accept_rate, draft=draft.name if draft is not None else None,
         cached_tokens=wl.context_tokens, gpus=wl.tp * wl.pp, tp=wl.tp, pp=wl.pp,
         **m.model_dump(), weights_bytes=weights, kv_bytes=kv,
-        memory_per_gpu_bytes=total_per_gpu, memory_capacity_bytes=per_gpu.capacity_bytes,
-        fits_in_memory=bool(total_per_gpu <= per_gpu.capacity_bytes),
+        memory_per_gpu_bytes=fixed_gpu + kv_gpu, memory_capacity_bytes=per_gpu.capacity_bytes,
+        memory_headroom_bytes=headroom, fits_in_memory=bool(headroom >= 0),
         bound={k: v.bound for k, v in phases.items()}, ceiling=ceil, efficiency_source=eff.source, runtime=eff.runtime,
         phases=phases)

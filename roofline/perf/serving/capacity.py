@@ -204,7 +204,9 @@ def highest_passing(probe: Callable[[float], dict], start: float) -> tuple[float
 def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, prompt: Lengths, output: Lengths,
                   slo: Slo, seed: int = 0) -> dict:
     """The highest rate meeting the SLO for one configuration (or why it cannot run)."""
-    wl = make_workload(quant=cfg.quant, kv_quant=cfg.kv_quant, tp=cfg.tp)
+    layer_split = runtime is not None and runtime.profile.multi_gpu == "layer"  # llama.cpp -sm layer: pipeline stages
+    wl = make_workload(quant=cfg.quant, kv_quant=cfg.kv_quant, tp=1 if layer_split else cfg.tp,
+                       pp=cfg.tp if layer_split else 1)
     row = {"hardware": cfg.hw.name, "tp": cfg.tp, "gpus_per_replica": cfg.tp, "quant": cfg.quant,
            "kv_quant": cfg.kv_quant}
     try:
