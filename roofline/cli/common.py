@@ -147,6 +147,14 @@ def parallel_layout(choice: RuntimeChoice | None, gpus: int, pp: int) -> dict:
     return {"tp": gpus, "pp": pp}
 
 
+def beyond_context(card, context_tokens: int) -> list[str]:
+    """The warning `fits` and `plot memory` give for a context longer than the model's (none within it)."""
+    most = card.architecture.max_context
+    if context_tokens <= most:
+        return []
+    return [f"{context_tokens:,} tokens is beyond {card.name}'s max context of {most:,}"]
+
+
 def runtime_sizing(choice: RuntimeChoice | None, hw, wl, model) -> tuple:
     """(card as the runtime's memory policy sees it, Deployment, capacity text): the share of each GPU a
     preallocating runtime takes (vLLM's gpu_memory_utilization) and the KV block and step tokens it sizes with,

@@ -18,6 +18,7 @@ from roofline.cli.common import (
     PpOpt,
     QuantOpt,
     RuntimeOpt,
+    beyond_context,
     fmt_margin,
     kv_default,
     model_and_quant,
@@ -130,8 +131,7 @@ def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget, runs=None)
         "suggestions": [f"{a.flag}: {a.detail}"
                         for a in what_would_fit(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep, b,
                                                 runs=runs)],
-        "warnings": [f"{ctx:,} tokens is beyond {card.name}'s max context of {card.architecture.max_context:,}"]
-        if ctx > card.architecture.max_context else [],
+        "warnings": beyond_context(card, ctx),
     }
 
 

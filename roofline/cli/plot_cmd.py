@@ -20,6 +20,7 @@ from roofline.cli.common import (
     QuantOpt,
     RuntimeOpt,
     TokOpt,
+    beyond_context,
     image_path,
     int_list,
     kv_default,
@@ -114,10 +115,9 @@ def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="H
         check_parallel(card, h, wl.tp, wl.pp)
         runtime_efficiency(choice, card, h, wl)  # the runtime runs this hardware and these formats
     sized = [runtime_sizing(choice, h, wl, card)[:2] for h in hws]
-    ctx, most = tokens("--context", context), card.architecture.max_context
+    ctx = tokens("--context", context)
     data = _plots().plot_memory(card, [h for h, _ in sized], wl, ctx, image_path(out), [d for _, d in sized])
-    warnings = [f"{ctx:,} tokens is beyond {card.name}'s max context of {most:,}"] if ctx > most else []  # as fits
-    _done(out, {"runtime": runtime_label(choice), "hardware": data, "warnings": warnings}, as_json)
+    _done(out, {"runtime": runtime_label(choice), "hardware": data, "warnings": beyond_context(card, ctx)}, as_json)
 
 
 @app.command("serve", help="A simulated serving run over time: running batch, queue and KV pool use.")

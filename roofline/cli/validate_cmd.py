@@ -27,6 +27,12 @@ from roofline.perf.efficiency import expected_efficiency
 from roofline.perf.workload import check_context, make_workload
 
 
+# the --engine-shapes options' defaults (FRESH as the command line writes them): given or not is told by them
+SHAPE_DEFAULTS = {"--model": ",".join(FRESH["cards"]), "--batch": ",".join(map(str, FRESH["batches"])),
+                  "--prompt": ",".join(map(str, FRESH["prompts"])), "--output": FRESH["output"],
+                  "--layers": FRESH["layers"], "--vocab": FRESH["vocab"], "--passes": FRESH["passes"]}
+
+
 # shapes `--random` draws, at most: 40 take minutes; the draw avoids repeats among ~1.5M distinct shapes
 MAX_RANDOM_SHAPES = 10_000
 
@@ -49,16 +55,16 @@ def validate_cmd(
     out: Annotated[Optional[Path], typer.Option("--output-file", "-o", parser=nonempty_path,
                                                      help="Predicted-vs-measured scatter (.png).")] = None,
     model: Annotated[str, typer.Option("--model", "-m", help="Engine shapes: model cards, comma-separated.")]
-    = ",".join(FRESH["cards"]),
+    = SHAPE_DEFAULTS["--model"],
     batch: Annotated[str, typer.Option(help="Engine shapes: concurrent requests, comma-separated.")]
-    = ",".join(map(str, FRESH["batches"])),
+    = SHAPE_DEFAULTS["--batch"],
     prompt: Annotated[str, typer.Option(help="Engine shapes: prompt tokens, comma-separated.")]
-    = ",".join(map(str, FRESH["prompts"])),
-    output: Annotated[int, typer.Option(min=2, help="Engine shapes: tokens generated per request.")] = FRESH["output"],
-    layers: Annotated[int, typer.Option(min=1, help="Engine shapes: first N layers of each card.")] = FRESH["layers"],
-    vocab: Annotated[int, typer.Option(min=2, help="Engine shapes: vocabulary size.")] = FRESH["vocab"],
+    = SHAPE_DEFAULTS["--prompt"],
+    output: Annotated[int, typer.Option(min=2, help="Engine shapes: output tokens.")] = SHAPE_DEFAULTS["--output"],
+    layers: Annotated[int, typer.Option(min=1, help="Engine shapes: first N layers.")] = SHAPE_DEFAULTS["--layers"],
+    vocab: Annotated[int, typer.Option(min=2, help="Engine shapes: vocabulary size.")] = SHAPE_DEFAULTS["--vocab"],
     passes: Annotated[int, typer.Option(min=1, help="Engine shapes: passes over each card's shapes (each phase keeps "
-                                        "its faster pass, as calibrate keeps each point's).")] = FRESH["passes"],
+                                        "its faster pass, as calibrate does).")] = SHAPE_DEFAULTS["--passes"],
     random_n: Annotated[Optional[int], typer.Option("--random", min=1, max=MAX_RANDOM_SHAPES,
                                                     help="Engine shapes: N shapes drawn at random "
                                                     "over the bundled cards the engine runs (not the quick grid's), "
@@ -91,12 +97,6 @@ def validate_cmd(
     spec = {**FRESH, "cards": name_list("--model", model), "batches": int_list("--batch", batch),
             "prompts": int_list("--prompt", prompt), "output": output, "layers": layers, "vocab": vocab, "passes": passes}
     _engine_shapes(st, hw, device, dtype, spec, random_n, seed, out, as_json)
-
-
-# the --engine-shapes options as they read when not given (FRESH, as the command line writes them)
-SHAPE_DEFAULTS = {"--model": ",".join(FRESH["cards"]), "--batch": ",".join(map(str, FRESH["batches"])),
-                  "--prompt": ",".join(map(str, FRESH["prompts"])), "--output": FRESH["output"],
-                  "--layers": FRESH["layers"], "--vocab": FRESH["vocab"], "--passes": FRESH["passes"]}
 
 
 def _check_engine_options(serving: bool, engine_shapes: bool, dtype: str | None, random_n: int | None, seed: int,
