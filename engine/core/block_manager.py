@@ -12,12 +12,19 @@ from collections import deque
 from roofline.engine.core.sequence import Sequence
 
 
+NULL_BLOCK = -1  # a position whose blocks are all held elsewhere (BlockManager.table_costs False)
+
+
 class BlockManager:
-    def __init__(self, num_blocks: int, block_size: int, prefix_caching: bool = True):
+    def __init__(self, num_blocks: int, block_size: int, prefix_caching: bool = True,
+                 extra: tuple[int, ...] | None = None, table_costs: bool = True):
         if num_blocks <= 0 or block_size <= 0:
             raise ValueError("num_blocks and block_size must be > 0")
         self.block_size = block_size
-        self.prefix_caching = prefix_caching
+        # extra[n]: blocks a sequence of n position blocks holds beyond its table (windowed layers, capped; the
+        # recurrent state), constant past the end; table_costs False: positions take no block (all layers windowed)
+        self.extra, self.table_costs = extra, table_costs
+        self.prefix_caching = prefix_caching and table_costs
         self.ref_count = [0] * num_blocks
         self.free: deque[int] = deque(range(num_blocks))
         self.hash_of: dict[int, int] = {}  # block id -> published hash
@@ -29,6 +36,25 @@ class BlockManager:
 
     def blocks_needed(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
+
+    def _extra(self, n: int) -> int:
+        extra = self.extra
+        return extra[n if n < len(extra) else -1] if extra else 0
+
+    def cost(self, num_tokens: int) -> int:
+        """Pool blocks one sequence of `num_tokens` holds."""
+        n = -(-num_tokens // self.block_size)
+        return (n if self.table_costs else 0) + self._extra(n)
+
+    def new_blocks(self, seq: Sequence, num_tokens: int) -> int:
+        """Free blocks `grow(seq, num_tokens)` takes."""
+        n = -(-num_tokens // self.block_size)
+        more = n - len(seq.block_table)
+        if more <= 0:
+            return 0
+        if self.extra is None:
+            return more
+        return (more if self.table_costs else 0) + max(self._extra(n) - len(seq.extra_blocks), 0)
 
     def _chain(self, seq: Sequence, num_blocks: int) -> list[int]:
         """Hash of each of the sequence's first `num_blocks` full blocks, each chained to the one before. Tokens
@@ -77,7 +103,7 @@ class BlockManager:
         hits = self.cached_prefix(seq)
         reused_free = sum(1 for b in hits if self.ref_count[b] == 0)
         held = self._held(seq, hits) + self._first_chunk(seq, hits, budget)
-        return self.blocks_needed(held) - len(hits) + reused_free <= self.num_free
+        return self.cost(held) - len(hits) + reused_free <= self.num_free
 
     def allocate(self, seq: Sequence, budget: int) -> int:
         """Give a waiting sequence its prefix hits (sets num_computed_tokens) and blocks for its first chunk;
@@ -91,13 +117,25 @@ class BlockManager:
         return chunk
 
     def can_grow(self, seq: Sequence, num_tokens: int) -> bool:
-        return self.blocks_needed(num_tokens) - len(seq.block_table) <= self.num_free
+        return self.new_blocks(seq, num_tokens) <= self.num_free
 
     def grow(self, seq: Sequence, num_tokens: int) -> None:
         """Blocks for the sequence's first `num_tokens` tokens (each as `_take()` gives it, inlined: the hot path)."""
         table = seq.block_table
-        more = -(-num_tokens // self.block_size) - len(table)
+        n = -(-num_tokens // self.block_size)
+        more = n - len(table)
         free, ref, published = self.free, self.ref_count, self.hash_of
+        if self.extra is not None and more > 0:
+            held = seq.extra_blocks
+            for _ in range(self._extra(n) - len(held)):
+                block = free.popleft()
+                if published:
+                    self._unpublish(block)
+                ref[block] += 1
+                held.append(block)
+            if not self.table_costs:  # positions only: the windowed layers' blocks are all in extra_blocks
+                table.extend([NULL_BLOCK] * more)
+                return
         for _ in range(more):
             block = free.popleft()
             if published:
@@ -123,12 +161,15 @@ class BlockManager:
     def free_seq(self, seq: Sequence) -> None:
         """Drop the sequence's references; blocks at zero return to the free list (keeping their hash)."""
         ref, free = self.ref_count, self.free
-        for block in reversed(seq.block_table):
+        for block in reversed(seq.extra_blocks + seq.block_table if seq.extra_blocks else seq.block_table):
+            if block == NULL_BLOCK:
+                continue
             ref[block] -= 1
             if ref[block] <= 0:
                 assert ref[block] == 0, f"double free of block {block}"
                 free.append(block)
         seq.block_table = []
+        seq.extra_blocks = []
         seq.num_computed_tokens = 0
         seq.num_published_blocks = 0
         seq.num_transferred_tokens = 0  # a recompute after preemption runs the whole sequence here

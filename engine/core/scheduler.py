@@ -111,6 +111,9 @@ class Scheduler:
 
     def _growth(self, steps: int) -> int:
         """Blocks the running sequences take over `steps` decode steps."""
+        if self.blocks.extra is not None:
+            new = self.blocks.new_blocks
+            return sum(new(s, s.num_computed_tokens + steps) for s in self.running)
         bs, total = self.blocks.block_size, 0
         for s in self.running:
             more = -(-(s.num_computed_tokens + steps) // bs) - len(s.block_table)

@@ -25,6 +25,7 @@ class Sequence:
     num_prompt_tokens: int = 0
     num_computed_tokens: int = 0  # tokens whose KV is in the cache (prefix hits included)
     block_table: list[int] = field(default_factory=list)
+    extra_blocks: list[int] = field(default_factory=list)  # windowed layers' and recurrent-state blocks (extra)
     status: Status = Status.WAITING
     state_slot: int | None = None  # recurrent-state slot (Mamba-2 layers)
     preemptions: int = 0

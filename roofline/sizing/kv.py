@@ -17,6 +17,7 @@ allocation rounds each layer's tokens up to whole blocks of `block_tokens`.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -156,3 +157,40 @@ def state_bytes(card: ModelCard | Architecture, kv_fmt: str = "bf16", tp: int = 
     arch = _arch(card)
     return float(sum(layer_state_values(arch, lay) * state_tp_share(arch, lay, tp) * state_bytes_per_value(arch, kv_fmt, lay)
                      for lay in resolve_layers(arch)))
+
+
+@dataclass(frozen=True)
+class BlockCosts:
+    """A paged pool's block and what a sequence holds of it (vLLM v1's hybrid KV cache manager, in one pool).
+    `unit_bytes`: one block, per GPU: block_tokens of the full-attention layers (of every attention layer when all
+    are windowed; one recurrent state when none attends). `table_costs`: each block of the sequence's positions
+    takes a block (False: every attention layer is windowed). `extra[n]`: blocks held beyond those at n position
+    blocks: the windowed layers' (capped at their window, as vLLM frees blocks that leave it) and the recurrent
+    state (a fixed per-sequence reservation); constant past the table's end."""
+
+    unit_bytes: float
+    table_costs: bool = True
+    extra: tuple[int, ...] | None = None  # None: nothing beyond the table (plain full-attention models)
+
+    def blocks(self, tokens: int, block_tokens: int) -> int:
+        n = -(-tokens // block_tokens)
+        more = self.extra[min(n, len(self.extra) - 1)] if self.extra else 0
+        return (n if self.table_costs else 0) + more
+
+
+def block_costs(card: ModelCard | Architecture, kv_fmt: str, block_tokens: int, tp: int = 1, pp: int = 1) -> BlockCosts:
+    """The pool block and each sequence's blocks, from `kv_bytes` (windows capped, whole blocks, state added)."""
+    arch = _arch(card)
+    full = kv_bytes_per_token(arch, kv_fmt, tp, pp) * block_tokens
+    unit = full or (kv_bytes(arch, block_tokens, kv_fmt, block_tokens, tp, pp) - state_bytes(arch, kv_fmt, tp) / pp) \
+        or state_bytes(arch, kv_fmt, tp) / pp
+    if unit <= 0:
+        return BlockCosts(0.0)
+    layers = resolve_layers(arch)
+    reach = max([lay.window or 0 for lay in layers]
+                + [arch.compressed.sliding_window if arch.compressed else 0])  # past it, `extra` stays constant
+    n = np.arange(-(-min(reach or block_tokens, arch.max_context) // block_tokens) + 2)
+    total = kv_bytes(arch, n * block_tokens, kv_fmt, block_tokens, tp, pp)
+    extra = np.ceil(np.maximum(total - (n if full else 0) * unit, 0) / unit - 1e-9).astype(int)
+    extra[0] = 0
+    return BlockCosts(unit, bool(full), tuple(int(x) for x in extra) if extra.any() else None)

@@ -144,8 +144,8 @@ def saturation_rate(fleet: Fleet, prompt: Lengths, output: Lengths, itl_s: float
     whose step is slower than `itl_s` (but for the first). Prefill rides in the decode steps (chunked prefill), so a prompt costs what
     it adds to a step, not a step of its own. Queueing for a free slot is not counted (the search finds it)."""
     s, pol = fleet.setup, fleet.setup.policy
-    fullest = max(1, min(pol.effective_max_seqs,
-                         int(s.num_blocks * pol.block_size_tokens // (prompt.mean + output.mean))))
+    per_request = s.costs.blocks(math.ceil(prompt.mean + output.mean), pol.block_size_tokens)
+    fullest = max(1, min(pol.effective_max_seqs, s.num_blocks // max(per_request, 1)))
     context = int(prompt.mean + output.mean / 2)
     best = 0.0
     for b in sorted({round(x) for x in np.geomspace(1, fullest, ESTIMATE_BATCHES)} | {fullest}):

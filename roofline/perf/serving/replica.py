@@ -20,6 +20,7 @@ from roofline.perf.serving.policy import ServingPolicy
 from roofline.perf.serving.steptime import StepTimer
 from roofline.perf.serving.workload import Request
 from roofline.perf.workload import Workload
+from roofline.sizing.kv import BlockCosts, block_costs
 from roofline.sizing.memory import Deployment, memory_budget, preallocated_bytes
 
 UNBOUNDED_BLOCKS = 1 << 20  # a model with no per-token KV (pure Mamba-2): blocks only count positions; also the
@@ -43,7 +44,8 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
                                 f"use fewer slots, a shorter context or a smaller --quant")
         return min(slots * -(-ctx // policy.block_size_tokens), UNBOUNDED_BLOCKS)
     budget = memory_budget(card, hw, wl.quant, wl.kv_quant, policy.block_size_tokens, slots, dep)
-    per_block = budget.kv_bytes_per_token * policy.block_size_tokens
+    costs = pool_costs(card, wl, policy)
+    per_block = costs.unit_bytes
     util = policy.gpu_memory_utilization if policy.memory_policy == "preallocate" else 1.0
     room = preallocated_bytes(hw, util) - float(budget.fixed_bytes - budget.reserved_bytes)
     if policy.memory_policy == "free_fraction":  # the pool takes its share of what the rest leaves
@@ -60,8 +62,15 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
         raise RooflineError(f"{card.name} on {hw.name}: no room for a KV block after the weights")
     # blocks beyond what every slot holds at the model's whole context are never used (a tiny model on a big card
     # would otherwise build a free list of hundreds of millions)
-    useful = slots * -(-card.architecture.max_context // policy.block_size_tokens)
+    useful = slots * costs.blocks(card.architecture.max_context, policy.block_size_tokens)
     return min(blocks, useful, UNBOUNDED_BLOCKS)
+
+
+def pool_costs(card: ModelCard, wl: Workload, policy: ServingPolicy) -> BlockCosts:
+    """What a sequence holds of the pool (per_slot runtimes: positions only, each slot's context reserved)."""
+    if policy.memory_policy == "per_slot":
+        return BlockCosts(1.0)
+    return block_costs(card, wl.kv_quant, policy.block_size_tokens, wl.tp, wl.pp)
 
 
 def _share_source(policy: ServingPolicy) -> str:
@@ -82,19 +91,28 @@ class ReplicaSetup:
     eff: Efficiency
     num_blocks: int
     timer: StepTimer
+    costs: BlockCosts = BlockCosts(1.0)
 
     @classmethod
     def build(cls, card, hw, wl, policy, eff, num_blocks: int | None = None) -> "ReplicaSetup":
         blocks = num_blocks or kv_pool_blocks(card, hw, wl, policy)
         max_ctx = card.architecture.max_context
         timer = StepTimer(card, hw, wl, eff, policy.max_num_batched_tokens, policy.effective_max_seqs, max_ctx)
-        return cls(card, hw, wl, policy, eff, blocks, timer)
+        return cls(card, hw, wl, policy, eff, blocks, timer, pool_costs(card, wl, policy))
 
     @property
     def max_request_tokens(self) -> int:
         """The longest request (prompt + output) one sequence can hold."""
         p = self.policy
-        pool = self.num_blocks * p.block_size_tokens
+        c, bs = self.costs, p.block_size_tokens
+        pool = self.num_blocks * bs
+        if c.extra is not None:  # the most positions whose blocks, with what stays beside them, fit the pool
+            if c.table_costs:
+                pool = max(self.num_blocks - c.extra[-1], 0) * bs
+            elif self.num_blocks >= c.extra[-1]:
+                pool = self.card.architecture.max_context
+            else:
+                pool = next((i for i, e in enumerate(c.extra) if e > self.num_blocks), 1) * bs - bs
         if p.memory_policy == "per_slot":
             pool = p.slot_context_tokens or p.default_context_tokens or pool
         return min(pool, self.card.architecture.max_context)
@@ -109,7 +127,8 @@ class Replica:
         # without shared prefixes skips the hashing (the same blocks are taken in the same order either way)
         caching = p.prefix_caching and not setup.card.architecture.mamba2 and shared_prefixes
         slots = p.effective_max_seqs if setup.card.architecture.mamba2 else 0
-        self.blocks = BlockManager(setup.num_blocks, p.block_size_tokens, caching)
+        self.blocks = BlockManager(setup.num_blocks, p.block_size_tokens, caching, setup.costs.extra,
+                                   setup.costs.table_costs)
         self.scheduler = Scheduler(self.blocks, p.effective_max_seqs, p.max_num_batched_tokens, slots,
                                    p.chunked_prefill)
         self.now = 0.0
