@@ -15,6 +15,9 @@ from roofline.errors import UnknownNameError
 # `fp16` peak); only a runtime whose kernels accumulate in FP16 names it (llama.cpp's cuBLAS GEMMs, `kernel_dtypes`)
 MATH_DTYPES = ("fp4", "fp8", "int8", "bf16", "fp16", "fp16_acc16", "tf32", "fp32")
 _WEIGHT_ONLY_CHAIN = ("bf16", "fp16", "fp32")
+# GGUF blocks: int8 dot products where the card lists them (MMQ, CPU VNNI), else dequantized to 16-bit (fp16 as
+# llama.cpp's CUDA path dequantizes; bf16 on a card listing no fp16), fp32 last
+_GGUF_CHAIN = ("int8", "fp16", "bf16", "fp32")
 
 
 @dataclass(frozen=True)
@@ -46,21 +49,21 @@ WEIGHT_FORMATS: tuple[Format, ...] = (
            "AutoGPTQ QuantLinear buffers: fp16 scales + 4-bit qzeros per 128 inputs (4 + (16+4)/128)", _WEIGHT_ONLY_CHAIN,
            ("awq", "gptq", "int4-awq", "w4a16", "int4_awq")),
     Format("q8_0", 8.5, "GGUF block of 32: fp16 d + 32 int8 = 34 B", "ggml-common.h block_q8_0 (34*8/32)",
-           ("int8", "fp16", "fp32"), quantizes_embeddings=True),
+           _GGUF_CHAIN, quantizes_embeddings=True),
     Format("q6_k", 6.5625, "GGUF 256-weight super-block of 210 B", "ggml-common.h block_q6_K (210*8/256)",
-           ("int8", "fp16", "fp32"), quantizes_embeddings=True),
+           _GGUF_CHAIN, quantizes_embeddings=True),
     Format("q5_k_m", 5.7036, "GGUF mixed recipe, mostly Q5_K (model-level bpw on Llama-3.1-8B)",
-           "llama.cpp tools/quantize/README.md, Llama-3.1-8B table", ("int8", "fp16", "fp32"),
+           "llama.cpp tools/quantize/README.md, Llama-3.1-8B table", _GGUF_CHAIN,
            quantizes_embeddings=True),
     Format("q4_k_m", 4.8944, "GGUF mixed recipe, mostly Q4_K, attn_v/ffn_down higher (model-level bpw)",
-           "llama.cpp tools/quantize/README.md, Llama-3.1-8B table", ("int8", "fp16", "fp32"),
+           "llama.cpp tools/quantize/README.md, Llama-3.1-8B table", _GGUF_CHAIN,
            quantizes_embeddings=True),
     *(Format(name, bpw, f"GGUF mixed recipe, mostly {base} (model-level bpw on Llama-3.1-8B)",
-             "llama.cpp tools/quantize/README.md, Llama-3.1-8B table", ("int8", "fp16", "fp32"), quantizes_embeddings=True)
+             "llama.cpp tools/quantize/README.md, Llama-3.1-8B table", _GGUF_CHAIN, quantizes_embeddings=True)
       for name, bpw, base in (("q5_k_s", 5.5704, "Q5_K"), ("q4_k_s", 4.6672, "Q4_K"), ("q3_k_l", 4.2979, "Q3_K"),
                               ("q3_k_s", 3.6429, "Q3_K"), ("q2_k_s", 2.9697, "Q2_K"))),
     Format("q4_0", 4.5, "GGUF block of 32: fp16 d + 16 B of nibbles = 18 B", "ggml-common.h block_q4_0 (18*8/32)",
-           ("int8", "fp16", "fp32"), quantizes_embeddings=True),
+           _GGUF_CHAIN, quantizes_embeddings=True),
     Format("mxfp4", 4.25, "E2M1, block 32, one E8M0 scale per block", "OCP Microscaling Formats (MX) v1.0: block 32, E8M0 scale (4 + 8/32)",
            ("fp4", "bf16", "fp16", "fp32")),
     # MLX affine quantization (mlx.core.quantize: group_size 64; a 16-bit scale and a 16-bit bias per group). mlx-lm
@@ -89,7 +92,7 @@ _GGML_BLOCKS = (
 WEIGHT_FORMATS += tuple(
     Format(name, 8.0 * block_bytes / block, f"GGUF block of {block}: {block_bytes} B",
            f"llama.cpp ggml/src/ggml-common.h block_{name.replace('_k', '_K')} ({block_bytes}*8/{block})",
-           ("int8", "fp16", "fp32"), quantizes_embeddings=True)
+           _GGUF_CHAIN, quantizes_embeddings=True)
     for name, block, block_bytes in _GGML_BLOCKS
 )
 

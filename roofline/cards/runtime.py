@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
-from roofline.cards.formats import GGUF_FORMATS, MATH_DTYPES, card_format
+from roofline.cards.formats import GGUF_FORMATS, card_format
 from roofline.cards.quantity import PositiveBytes
 from roofline.cards.schema import (
     MAX_CONTEXT,
@@ -23,122 +23,15 @@ from roofline.cards.schema import (
     ComputeCapability,
     Strict,
     card_name,
-    efficiency_number_problem,
+)
+from roofline.cards.runtime_efficiency import (  # noqa: F401  (re-exported: the profile's efficiency schema)
+    FLOOR_FIELDS,
+    FRACTION_FIELDS,
+    NUMBER_FIELDS,
+    SCOPE_KINDS,
+    EfficiencyOverrides,
 )
 from roofline.cards.versions import version_key
-
-Fraction = float  # (0, 1], checked by EfficiencyOverrides
-
-# Efficiency fields a profile may set (roofline.perf.efficiency.Efficiency has the same names; a test keeps them equal)
-FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "compute_fp32", "compute_bf16",
-                   "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")
-FLOOR_FIELDS = ("gemm_floor",)  # in [0, 1]: 0 = no floor, the GPU default (a calibration may keep it)
-NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "gemv_unit_bandwidth_bytes_per_s",
-                 "kernel_overhead_s", "graph_kernel_overhead_s", "graph_max_batch", "graph_max_context",
-                 "kernels_per_expert", "expert_gemm_overhead_s",
-                 "routing_concentration", "step_overhead_s", "sequence_overhead_s", "token_overhead_s",
-                 "prefill_chunk_tokens",
-                 "allreduce_latency_hops")
-SCOPE_KINDS = ("gpu", "soc", "apple", "cpu", "accelerator")
-
-
-class EfficiencyOverrides(Strict):
-    """Fractions of the datasheet peaks (0 < x <= 1), the GEMM ramp's floor (0 <= x <= 1) and overheads
-    (seconds >= 0); None = keep the lower scope's."""
-
-    memory: float | None = None
-    memory_gemv: float | None = None
-    memory_kv: float | None = None
-    memory_act: float | None = None
-    compute: float | None = None
-    compute_fp32: float | None = None
-    compute_bf16: float | None = None
-    compute_fp8: float | None = None
-    compute_int8: float | None = None
-    compute_fp4: float | None = None
-    attention: float | None = None
-    scan: float | None = None
-    gemm_floor: float | None = None
-    link: float | None = None
-    gemm_min_tokens: float | None = Field(None, ge=1)
-    gemm_half_tokens: float | None = Field(None, ge=0)
-    gemv_max_tokens: float | None = Field(None, ge=1)
-    gemv_unit_bandwidth_bytes_per_s: float | None = Field(None, ge=0)
-    kernel_overhead_s: float | None = Field(None, ge=0)
-    graph_kernel_overhead_s: float | None = Field(None, ge=0)  # per kernel in a decode step replayed as a CUDA graph
-    graph_max_batch: float | None = Field(None, ge=0)  # the largest decode batch replayed as a graph
-    graph_max_context: float | None = Field(None, ge=0)  # the longest sequence it holds; 0 = any
-    kernels_per_expert: float | None = Field(None, ge=0)
-    expert_gemm_overhead_s: float | None = Field(None, ge=0)  # per touched expert per layer, matrix-matrix steps
-    routing_concentration: float | None = Field(None, ge=0)
-    step_overhead_s: float | None = Field(None, ge=0)
-    sequence_overhead_s: float | None = Field(None, ge=0)
-    token_overhead_s: float | None = Field(None, ge=0)  # host work per new token a step schedules
-    allreduce_latency_hops: float | None = Field(None, ge=0)  # link latencies per all-reduce; 0 = the ring's
-    flash_attention: StrictBool | None = None  # False: scores materialised between kernels (llama.cpp without -fa)
-    prefill_chunk_tokens: float | None = Field(None, ge=0)  # prompt tokens per prefill step (-ub, num_batch); 0 = all
-    # large-GEMM efficiency of one weight format's kernels, beside its math dtype's (llama.cpp MMQ per k-quant)
-    compute_by_format: dict[str, float] = {}
-    # math dtype -> large-GEMM efficiency of the quantized formats without an entry above (Efficiency.compute_quantized)
-    compute_quantized: dict[str, float] = {}
-    # weight format -> the math dtypes this runtime's kernels run it in, first the card has a peak for (llama.cpp
-    # runs MXFP4 through its int8 MMQ like a k-quant, where the format's own chain says fp4); the key `gguf` stands
-    # for every GGUF block type (as in `weight_formats`)
-    kernel_dtypes: dict[str, list[str]] = {}
-
-    @field_validator("kernel_dtypes")
-    @classmethod
-    def _gguf_key(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
-        expanded = {fmt: v["gguf"] for fmt in GGUF_FORMATS} if "gguf" in v else {}
-        return expanded | {fmt: dtypes for fmt, dtypes in v.items() if fmt != "gguf"}
-
-    @model_validator(mode="before")
-    @classmethod
-    def _numbers(cls, data):
-        """Every non-fraction number finite and within its bound (cards.schema; `Strict` refuses `true` in any number
-        field, and the fractions are checked after); no `true` in the per-format tables either."""
-        for name in NUMBER_FIELDS if isinstance(data, dict) else ():
-            value = data.get(name)
-            problem = None if value is None else efficiency_number_problem(name, value)
-            if problem:
-                raise ValueError(f"{name}: {problem}")
-        for field in ("compute_by_format", "compute_quantized"):
-            table = data.get(field) if isinstance(data, dict) else None
-            if isinstance(table, dict) and any(isinstance(v, bool) for v in table.values()):
-                raise ValueError(f"{field}: give fractions of the peak in (0, 1], not true/false")
-        return data
-
-    @model_validator(mode="after")
-    def _fractions(self):
-        for name in FRACTION_FIELDS:
-            value = getattr(self, name)
-            if value is not None and not 0 < value <= 1:
-                raise ValueError(f"{name}: {value} is not a fraction of the peak in (0, 1]")
-        for name in FLOOR_FIELDS:
-            value = getattr(self, name)
-            if value is not None and not 0 <= value <= 1:
-                raise ValueError(f"{name}: {value} is not a floor in [0, 1] (0 = none)")
-        for fmt, value in self.compute_by_format.items():
-            card_format(fmt)  # an unknown format name fails here
-            if not 0 < value <= 1:
-                raise ValueError(f"compute_by_format.{fmt}: {value} is not a fraction of the peak in (0, 1]")
-        for dtype, value in self.compute_quantized.items():
-            if dtype not in MATH_DTYPES or not 0 < value <= 1:
-                raise ValueError(f"compute_quantized.{dtype}: give a math dtype among {', '.join(MATH_DTYPES)} and a "
-                                 "fraction of its peak in (0, 1]")
-        for fmt, dtypes in self.kernel_dtypes.items():
-            card_format(fmt)
-            bad = [d for d in dtypes if d not in MATH_DTYPES]
-            if not dtypes or bad:
-                raise ValueError(f"kernel_dtypes.{fmt}: {dtypes!r} must list math dtypes among "
-                                 f"{', '.join(MATH_DTYPES)}")
-        return self
-
-    def values(self) -> dict:
-        """The fields this scope sets (compute_by_format, compute_quantized and kernel_dtypes merged by the caller)."""
-        merged = {"compute_by_format", "compute_quantized", "kernel_dtypes"}
-        return {k: v for k, v in self.model_dump(exclude=merged).items() if v is not None}
-
 
 # The most sequences one replica's scheduler may hold (vLLM's max_num_seqs defaults to 256-1024; TensorRT-LLM's
 # max_batch_size to 2,048) and the most llama.cpp server slots (-np; one context each): far above any deployment,
@@ -172,6 +65,9 @@ class MemoryPolicy(Strict):
     policy: Literal["preallocate", "free_fraction", "on_demand", "per_slot"] | None = None
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)  # free_fraction: the share of what is left
     default_context_tokens: int | None = Field(None, gt=0, le=MAX_CONTEXT)
+    # True: the context is the server's, split over its slots (llama-server's -c over -np); else each sequence's
+    # (Ollama allocates num_ctx x OLLAMA_NUM_PARALLEL)
+    context_split: StrictBool | None = None
     # the default context by device memory (Ollama from 0.15.5), smallest tier first; default_context_tokens stays
     # the answer where no device is named
     default_context_tiers: list[ContextTier] | None = None
@@ -217,6 +113,8 @@ class RuntimeProfile(Strict):
     runs_on: list[str] = Field(min_length=1)
     # vendor -> the oldest compute capability its kernels build for (nvidia: "7.0"); an older card is refused
     min_compute_capability: dict[str, ComputeCapability] = {}
+    # weight format -> the oldest NVIDIA compute capability whose kernels run it (TensorRT-LLM: FP8 from Ada's 8.9)
+    format_min_compute_capability: dict[str, ComputeCapability] = {}
     weight_formats: list[str] = Field(min_length=1)  # the formats it can load (see `roofline formats`)
     kv_formats: list[str] = Field(min_length=1)
     default_kv_format: str
@@ -315,12 +213,19 @@ class RuntimeProfile(Strict):
         return self
 
     def _min_compute_capability_cited(self) -> None:
-        """Each vendor's minimum names a vendor the runtime runs on and cites where the runtime's docs say it."""
+        """Each vendor's minimum names a vendor the runtime runs on, each format's a format it loads, and each cites
+        where the runtime's docs say it."""
         runs_on = {t.lower() for t in self.runs_on}
         for vendor in self.min_compute_capability:
             key = f"min_compute_capability.{vendor}"
             if vendor != vendor.lower() or not ({vendor} | {f"{vendor}-{k}" for k in SCOPE_KINDS}) & runs_on:
                 raise ValueError(f"{key}: name a vendor in runs_on, in lowercase ({', '.join(self.runs_on)})")
+            if key not in self.sources:
+                raise ValueError(f"{key}: sources must say where the runtime's docs give it ({key})")
+        for fmt in self.format_min_compute_capability:
+            key = f"format_min_compute_capability.{fmt}"
+            if card_format(fmt).name not in self.weight_formats:
+                raise ValueError(f"{key}: name a format in weight_formats ({', '.join(self.weight_formats)})")
             if key not in self.sources:
                 raise ValueError(f"{key}: sources must say where the runtime's docs give it ({key})")
 
@@ -339,7 +244,8 @@ class RuntimeProfile(Strict):
         if tiers and memory_bytes is not None:
             context = next(t["tokens"] for t in tiers if t["below_bytes"] is None or memory_bytes < t["below_bytes"])
         return {**sched, "memory_policy": mem["policy"], "gpu_memory_utilization": mem["gpu_memory_utilization"],
-                "default_context_tokens": context, "default_context_tiers": tiers}
+                "default_context_tokens": context, "default_context_tiers": tiers,
+                "context_split": bool(mem["context_split"])}
 
     def versions_up_to(self, version: str | None) -> list[Version]:
         """The version entries in effect at `version` (None: all), oldest first; later entries override earlier."""

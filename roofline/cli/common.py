@@ -164,6 +164,8 @@ def runtime_sizing(choice: RuntimeChoice | None, hw, wl, model) -> tuple:
     view, context, blocks, step, policy = runtime_memory_view(runtime_policy(choice, hw, wl.tp * wl.pp), hw, None,
                                                               None, None)
     slot = min(context, model.architecture.max_context) if policy["policy"] == "per_slot" else 0
+    if slot and policy["context_split"]:  # llama-server: -c over the -np slots, one per sequence of the batch
+        slot = max(1, slot // max(wl.batch, 1))
     text = capacity_label(view.memory.capacity_bytes, view.memory.capacity_binary)
     util = policy["gpu_memory_utilization"]
     if util:
@@ -178,6 +180,20 @@ def kv_default(choice: RuntimeChoice | None, kv_quant: str | None) -> str:
     if kv_quant is not None and not kv_quant.strip():
         raise RooflineError("--kv-quant: empty; give a KV format such as bf16, fp8 or q8_0 (see `roofline formats`)")
     return kv_quant or (choice.profile.default_kv_format if choice else "bf16")
+
+
+def warn_batch_beyond_runtime(choice: RuntimeChoice | None, batch: int) -> None:
+    """A --batch of more sequences than the runtime's server runs at once (max_num_seqs; llama.cpp's and Ollama's
+    slots, -np / OLLAMA_NUM_PARALLEL) is timed as one step all the same: say so, and where the queue is modelled."""
+    if choice is None:
+        return
+    policy = choice.profile.serving_policy(choice.version or choice.range_start)
+    most = policy.get("parallel_slots") or policy.get("max_num_seqs")
+    if most and batch > most:
+        slots = "slots" if policy.get("parallel_slots") else "max_num_seqs"
+        warn(f"{choice.profile.display_name} runs at most {most:,} sequence{'s' * (most > 1)} at once by default "
+             f"({slots}); the batch of {batch:,} is timed as one step, as with that limit raised to {batch:,} "
+             f"(`roofline serve --concurrency {batch}` queues the rest at the default)")
 
 
 def runtime_label(choice: RuntimeChoice | None) -> str:

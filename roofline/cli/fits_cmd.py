@@ -105,11 +105,21 @@ def fits_cmd(
         # a default (the runtime's, or 8,192) beyond the model's trained context is cut to it (Ollama's
         # llm/server.go: "requested context size too large for model"); a --context asked for stays, with a note
         ctx, policy["context_capped_at_model"] = card.architecture.max_context, True
+    ctx = _split_context(policy, ctx, context is None, wl.batch)
     dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes, kv_share=policy["kv_share"])
     b = memory_budget(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     data = {"runtime": runtime_label(choice), "memory_policy": policy, "block_tokens": block_tokens,
             **_budget_data(card, hwc, wl, ctx, dep, b, runtime_runs(choice, card, hwc))}
     emit(data, as_json, lambda: render(data, b, card, hwc))
+
+
+def _split_context(policy: dict, ctx: int, default: bool, sequences: int) -> int:
+    """Each sequence's context where the runtime splits its own over the slots (llama-server: -c over -np): the
+    default's share; a --context asked for is each sequence's, the server's -c then that times the slots."""
+    if not policy.get("context_split"):
+        return ctx
+    policy["server_context_tokens"] = ctx * (1 if default else sequences)
+    return max(1, ctx // sequences) if default else ctx
 
 
 def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget, runs=None) -> dict:
@@ -162,6 +172,10 @@ def _policy_line(d: dict) -> str | None:
     if p["policy"] == "per_slot":
         how = "its default context" if p["context_default"] else "the context asked for"
         capped = ", cut to the model's trained context" if p.get("context_capped_at_model") else ""
+        if p.get("server_context_tokens"):
+            total, n = p["server_context_tokens"], d["concurrency"]
+            return (f"{d['runtime']} allocates {how}{capped} when the model loads, split over its slots: "
+                    f"{d['context_tokens']:,} tokens each (llama-server -c {total} -np {n})")
         return f"{d['runtime']} allocates {how}{capped} ({d['context_tokens']:,} tokens) per slot when the model loads"
     return None
 

@@ -34,6 +34,12 @@ def bandwidth_label(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 1e9:,.4g} GB/s"
 
 
+def sixteen_bit(card: HardwareCard) -> str:
+    """The bf16 peak in TFLOP/s; a card without bf16 (Turing, older) shows its fp16 peak, marked as such."""
+    p = card.peak_flops
+    return tflops(p.bf16) if p.bf16 or not p.fp16 else f"{tflops(p.fp16)} fp16"
+
+
 def matches(card: HardwareCard, query: str) -> bool:
     """Whether every word of `query` ('4070', 'm3 max', 'MI300') is in the card's name, an alias or its description
     (case, spaces and punctuation ignored, as card names are resolved)."""
@@ -76,7 +82,7 @@ def list_(query: Annotated[str | None, typer.Argument(help="Words every listed c
         cols = ["name", "vendor", "kind", Column("memory", "right"), Column("GB/s", "right"),
                 Column("bf16 TF", "right"), Column("fp8 TF", "right"), Column("fp4 TF", "right"), "unified", "origin"]
         rows = [(c.name, c.vendor, c.kind, capacity_label(c.memory.capacity_bytes, c.memory.capacity_binary), gb(c.memory.bandwidth_bytes_per_s, 0),
-                 tflops(c.peak_flops.bf16 or c.peak_flops.fp16), tflops(c.peak_flops.fp8), tflops(c.peak_flops.fp4),
+                 sixteen_bit(c), tflops(c.peak_flops.fp8), tflops(c.peak_flops.fp4),
                  "yes" if c.memory.unified else "", st.origin("hardware", c.name)) for c in items]
         picked = ", ".join(f"{k} {v!r}" for k, v in (("matching", query), ("vendor", vendor), ("kind", kind)) if v)
         title = f"{len(items)} hardware cards{' ' + picked if picked else ''} (dense peaks, TFLOP/s)"

@@ -29,6 +29,7 @@ from roofline.cli.common import (
     runtime_sizing,
     store,
     tokens,
+    warn_batch_beyond_runtime,
 )
 from roofline.cli.output import Column, check_formats, emit, table, warn
 from roofline.cli.output import write_csv as write_rows
@@ -160,6 +161,7 @@ def predict_cmd(
         cached_tokens = context
     st = store(cards)
     choice = runtime_choice(st, runtime)
+    warn_batch_beyond_runtime(choice, batch)
     card, quant = model_and_quant(st, model, quant)
     ctx = tokens("--cached-tokens", cached_tokens, allow_zero=True)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),

@@ -22,10 +22,10 @@ def list_cmd(as_json: JsonOpt = False, cards: CardsOpt = None):
     for problem in st.problems("runtimes"):  # known once every profile was read
         warn(f"skipped a runtime profile: {problem}")
     emit(rows, as_json, lambda: [table("runtime profiles (--runtime NAME or NAME@VERSION)",
-                                       ["name", "aliases", "versions", "runs on", "memory", "fitted on"],
+                                       ["name", "aliases", "versions", "runs on", "memory", "fitted on", "origin"],
                                        [(r["name"], ", ".join(r["aliases"]), ", ".join(r["versions"]),
-                                         ", ".join(r["runs_on"]), r["memory_policy"], ", ".join(r["fitted_scopes"]))
-                                        for r in rows])])
+                                         ", ".join(r["runs_on"]), r["memory_policy"], ", ".join(r["fitted_scopes"]),
+                                         r["origin"]) for r in rows])])
 
 
 @app.command("show", help="One runtime profile as loaded, with its sources.")
@@ -34,8 +34,10 @@ def show_cmd(name: Annotated[str, typer.Argument(help="NAME[@VERSION]")], as_jso
     if name.strip().lower() == "generic":
         raise RooflineError("generic is no profile: it is what predict assumes without --runtime (the hardware "
                             "kind's default efficiencies); see `roofline runtimes list` for the profiles")
-    choice = store(cards).runtime(name)
-    data = {"runtime": choice.label, "serving_policy": choice.profile.serving_policy(choice.version or choice.range_start),
+    st = store(cards)
+    choice = st.runtime(name)
+    data = {"runtime": choice.label, "origin": st.origin("runtimes", choice.profile.name),
+            "serving_policy": choice.profile.serving_policy(choice.version or choice.range_start),
             **choice.profile.model_dump(mode="json", exclude_defaults=True)}
     emit(data, as_json, lambda: [table(f"{choice.label}: {choice.profile.description}", ["field", "value"],
                                        flat_rows({k: v for k, v in data.items() if k != "description"}))])

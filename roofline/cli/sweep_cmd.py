@@ -31,6 +31,7 @@ from roofline.cli.common import (
     store,
     tokens,
     unique_cards,
+    warn_batch_beyond_runtime,
 )
 from roofline.cli.output import Column, check_formats, emit, progress, table
 from roofline.cli.predict_cmd import csv_row
@@ -185,6 +186,7 @@ def compare_cmd(
     if not specs or not hws:
         raise RooflineError("compare needs at least one --model and one --hw")
     choice = runtime_choice(st, runtime)
+    warn_batch_beyond_runtime(choice, batch)
     runs = []
     for card, q in specs:
         wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),

@@ -76,6 +76,37 @@ def _mlx_weights(quant: dict, base: str, notes: list[str]) -> dict[str, str]:
     return {"default": fmt}
 
 
+# compressed-tensors (llm-compressor, vLLM's `compressed-tensors` method): a config group's weights {type, num_bits,
+# group_size} -> roofline's format; FP4 in groups of 16 is NVFP4, of 32 MXFP4 (their block sizes: cards/formats.py)
+CT_FORMATS = {("float", 8, None): "fp8", ("int", 8, None): "int8", ("int", 4, None): "int4",
+              ("float", 4, 16): "nvfp4", ("float", 4, 32): "mxfp4"}
+INT4_GROUP = 128  # the int4 format's group (AWQ/GPTQ g128: cards/formats.py)
+
+
+def _compressed_tensors(qc: dict, base: str, notes: list[str]) -> dict[str, str]:
+    """The first config group's weight format; the modules it `ignore`s (lm_head) kept at the checkpoint dtype."""
+    groups = qc.get("config_groups")
+    found = [g["weights"] for g in groups.values() if isinstance(g, dict) and isinstance(g.get("weights"), dict)] \
+        if isinstance(groups, dict) else []
+    w = found[0] if found else {}
+    kind, bits, group = str(w.get("type", "")).lower(), w.get("num_bits"), w.get("group_size")
+    fmt = CT_FORMATS.get((kind, bits, group if kind == "float" and bits == 4 else None))
+    if fmt is None:
+        notes.append(f"compressed-tensors weights of type {kind or '?'!r} with {bits!r} bits not modelled (float 8, "
+                     f"int 8, int 4 and float 4 are); weights at {base} (use --quant)")
+        return {"default": base}
+    if fmt == "int4":
+        _int4_group(group, notes)
+    return {"default": fmt, **_unconverted({"modules_to_not_convert": qc.get("ignore")}, base)}
+
+
+def _int4_group(group, notes: list[str]) -> None:
+    """A 4-bit group other than 128 is sized as 128 (one int4 format): say what that misses."""
+    if isinstance(group, int) and not isinstance(group, bool) and group > 0 and group != INT4_GROUP:
+        notes.append(f"int4 group_size {group} sized as {INT4_GROUP} ({4 + 20 / INT4_GROUP:.2f} bits per weight; "
+                     f"{4 + 20 / group:.2f} at {group})")
+
+
 def _weights(config: dict, notes: list[str]) -> dict[str, str]:
     """Default format from torch_dtype; quantization_config: fp8 -> fp8 (embeddings, head kept); mxfp4 -> experts;
     MLX's `quantization` -> its affine format."""
@@ -92,7 +123,10 @@ def _weights(config: dict, notes: list[str]) -> dict[str, str]:
         return {"default": "fp8", **_unconverted(qc, base)}
     if method == "mxfp4":
         return {"default": base, "experts": "mxfp4"}
+    if method == "compressed-tensors":
+        return _compressed_tensors(qc, base, notes)
     if method in ("awq", "gptq") and qc.get("bits") == 4:
+        _int4_group(qc.get("group_size"), notes)
         return {"default": "int4", **_unconverted(qc, base)}
     if method in ("awq", "gptq"):  # no weight-only format of another width (int8 is W8A8)
         notes.append(f"quantization_config {method} with bits {qc.get('bits')!r} not modelled (4 bits is); weights "

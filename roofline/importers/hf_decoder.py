@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from roofline.cards.schema import MAX_CONTEXT
 from roofline.importers.hf_fields import _MISSING, _Fields
 from roofline.importers.hf_parts import _attention, _ffn, _moe, _num_layers, _rope, _sliding
 from roofline.importers.hf_pattern import _pattern
@@ -30,7 +31,7 @@ def _decoder(c: _Fields, *, mixers: list[str], ffns: list[str], attention: dict 
         "moe": moe,
         "mamba2": mamba2,
         "tie_embeddings": c.bool("tie_word_embeddings", tie_default),
-        "max_context": c.int("max_position_embeddings", default=max_context_default),
+        "max_context": _max_context(c, max_context_default),
         "rope": rope,
         "norms_per_layer": norms_per_layer,
         "layer_pattern": pattern,
@@ -63,3 +64,18 @@ def _moe_family(c: _Fields, *, sliding=None, qk_norm=False, default_theta=10000.
     return _decoder(c, mixers=["sliding" if s else "full" for s in flags], ffns=["moe"] * n,
                     attention=_attention(c, qk_norm=qk_norm, window=window), ffn=None,
                     moe=_moe(c, expert_size_keys=("intermediate_size",)), rope=_rope(c, default_theta))
+
+
+def _max_context(c: _Fields, default: Any) -> int | None:
+    """`max_position_embeddings`; with YaRN rope scaling, the context it reaches when longer (original x factor), as
+    vLLM derives max_model_len (vllm/config/model.py `_get_and_verify_max_len`: for yarn, the original length times
+    the factor) and as Qwen2.5's model cards enable 128K (max_position_embeddings 32768, factor 4)."""
+    n = c.int("max_position_embeddings", default=default)
+    rs = c.raw("rope_scaling")
+    if n is None or not isinstance(rs, dict) or rs.get("rope_type", rs.get("type")) != "yarn":
+        return n
+    factor, original = rs.get("factor"), rs.get("original_max_position_embeddings", n)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 1 <= v <= MAX_CONTEXT
+               for v in (factor, original)):
+        return n
+    return max(n, min(int(original * factor), MAX_CONTEXT))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from roofline.cards.formats import QUANTIZED_FORMATS, first_supported
+from roofline.cards.formats import QUANTIZED_FORMATS, first_supported, weight_format
 from roofline.cards.hardware import HardwareCard, default_key, nvidia_architecture
 from roofline.cards.model import ModelCard
 from roofline.cards.schema import efficiency_number_problem
@@ -269,7 +269,28 @@ def check_compute_capability(prof: RuntimeProfile, hw: HardwareCard) -> None:
     arch = nvidia_architecture(have) if vendor == "nvidia" else None
     maker = "an NVIDIA" if vendor == "nvidia" else f"a {hw.vendor}"
     raise RooflineError(f"{prof.display_name} needs {maker} GPU of compute capability {need} or newer; {hw.name} is "
-                        f"{have}{f' ({arch})' if arch else ''}")
+                        f"{have}{f' ({arch})' if arch else ''}: use --runtime llama.cpp there, or leave --runtime out")
+
+
+def check_format_generation(prof: RuntimeProfile, hw: HardwareCard, used: set[str]) -> None:
+    """One line and exit 2 when a weight format needs a newer NVIDIA generation under this runtime than the card's
+    (TensorRT-LLM runs FP8 from Ada, NVFP4 from Blackwell); a card that states no compute capability passes."""
+    have = hw.compute_capability
+    if hw.vendor.lower() != "nvidia" or have is None:
+        return
+    for fmt in sorted(used):
+        need = prof.format_min_compute_capability.get(fmt)
+        if need is not None and compute_capability_key(have) < compute_capability_key(need):
+            ok = [f for f in prof.weight_formats if f not in prof.format_min_compute_capability
+                  or compute_capability_key(have) >= compute_capability_key(prof.format_min_compute_capability[f])]
+            arch = nvidia_architecture(have)
+            raise RooflineError(f"{prof.display_name} runs {fmt} weights from compute capability {need}; {hw.name} is "
+                                f"{have}{f' ({arch})' if arch else ''}: pick --quant {' or '.join(smallest(ok))}")
+
+
+def smallest(formats: list[str], most: int = 4) -> list[str]:
+    """The `most` formats of `formats` that store the fewest bits per weight, fewest first (what to suggest)."""
+    return sorted(formats, key=lambda f: weight_format(f).bits_per_value)[:most]
 
 
 def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: HardwareCard, quant: str | None,
@@ -279,7 +300,10 @@ def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: H
     if runtime is None:
         return
     prof = runtime.profile
-    targets = {hw.vendor.lower(), hw.kind, default_key(hw), f"{hw.vendor.lower()}-{hw.kind}"}
+    vendor = hw.vendor.lower()
+    # a bare vendor names its GPUs (discrete and integrated), never its CPUs or accelerators (Intel's Gaudi, Google's
+    # TPU): those need their kind ('cpu') or their vendor-kind ('intel-cpu', 'intel-accelerator') in runs_on
+    targets = {hw.kind, default_key(hw), f"{vendor}-{hw.kind}"} | ({vendor} if hw.kind in ("gpu", "soc") else set())
     if not targets & {t.lower() for t in prof.runs_on}:
         raise RooflineError(f"{prof.display_name} does not run on {hw.name} ({hw.vendor} {hw.kind}); it runs on "
                             f"{', '.join(prof.runs_on)}")
@@ -290,6 +314,7 @@ def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: H
     if missing:
         raise RooflineError(f"{prof.display_name} cannot run {'/'.join(missing)} weights; it loads "
                             f"{', '.join(prof.weight_formats)} (pick one with --quant)")
+    check_format_generation(prof, hw, used)
     if kv_quant not in prof.kv_formats:
         raise RooflineError(f"{prof.display_name} has no {kv_quant} KV cache; use --kv-quant "
                             f"{' or '.join(prof.kv_formats)}")

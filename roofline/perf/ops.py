@@ -105,7 +105,7 @@ def attended_pairs(n: int, context: Num, window: int | None) -> Num:
 
 def _span(step: Step, window: int | None) -> Num:
     held = step.context + step.n
-    return held if window is None else np.minimum(held, window)
+    return held if window is None else np.minimum(held, float(window))  # float: products of it reach past int64
 
 
 def attention_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: int) -> list[Op]:

@@ -68,6 +68,20 @@ def bandwidth(op: Op, hw: HardwareCard, eff: Efficiency, tokens: Num, gemv_share
     return np.where(np.asarray(tokens) <= eff.gemv_max_tokens, gemv, full * eff.memory)
 
 
+def handoff_floor_seconds(op: Op, moved: Num, hw: HardwareCard, eff: Efficiency) -> Num:
+    """The least time a GEMM's `moved` bytes take at any row count where a per-unit matrix-vector cap binds
+    (`gemv_unit_bandwidth_bytes_per_s`: HBM cards under llama.cpp's fitted per-SM MMVQ rate): streamed at
+    `gemv_bandwidth`. Past the hand-off at `gemv_max_tokens` rows a GEMM would otherwise read the same weights (and
+    more activations) sooner than at it, and step time would fall as rows are added (9 rows faster than 8; a MoE
+    prompt faster as its experts pass 8 tokens each). llama.cpp hands MMVQ over to MMQ where the two meet
+    (ggml-cuda/mmvq.cu ggml_cuda_should_use_mmvq: MMVQ_MAX_BATCH_SIZE 8, per-architecture crossovers), so step time
+    is continuous there. Rows up to the hand-off, and cards where the cap does not bind, are unchanged."""
+    if not op.gemm or not (eff.gemv_unit_bandwidth_bytes_per_s and hw.compute_units):
+        return 0.0
+    gemv = gemv_bandwidth(hw, eff)
+    return moved / gemv if gemv < hw.memory.bandwidth_bytes_per_s * eff.memory else 0.0
+
+
 def gemv_bandwidth(hw: HardwareCard, eff: Efficiency) -> float:
     """Bytes/s a matrix-vector kernel streams weights at: `memory_gemv` (else `memory`) of the bus, capped at
     compute units x `gemv_unit_bandwidth_bytes_per_s` where both are known."""
@@ -123,6 +137,7 @@ def time_ops(ops: list[Op], hw: HardwareCard, eff: Efficiency, tokens: Num, sequ
         # the matrix-vector share of a MoE op's experts, once for both bandwidth and the cost per expert
         share = expert_gemv_share(op, eff, tokens) if op.routing is not None else None
         c, m = compute_seconds(op, hw, eff, tokens, share), moved / bandwidth(op, hw, eff, tokens, share)
+        m = np.maximum(m, handoff_floor_seconds(op, moved, hw, eff))  # no faster past the MMVQ->MMQ hand-off
         limited = np.maximum(c, m) * op.count
         ovh = launches(op, eff) * kernel_s + expert_gemm_seconds(op, eff, share)
         st.total_s = st.total_s + limited + ovh

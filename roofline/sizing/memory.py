@@ -167,23 +167,26 @@ GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 def min_gpus(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, context_tokens: int,
              concurrency: int, dep: Deployment = Deployment()) -> Deployment | None:
-    """The fewest GPUs of this card that hold the model at this context and concurrency: tensor parallel within
-    a node (tp must divide the attention heads), pipeline stages across nodes. None if no layout fits."""
+    """The fewest GPUs of this card that hold the model at this context and concurrency, and at that count the
+    widest tensor parallel that fits (tp within a node, dividing the attention heads; pipeline stages for the rest:
+    MLA's latent, copied whole on every tensor-parallel GPU, can fit 4 stages where tp 4 does not). None if no
+    layout fits."""
     if hw.interconnect.bandwidth_bytes_per_s_per_direction <= 0:
         candidates = (1,)  # no GPU-to-GPU link on the card: one device only
     else:
         candidates = GPU_COUNTS
     heads = card.architecture.attention.num_heads if card.architecture.attention else 0
     for n in candidates:
-        tp = min(n, hw.interconnect.gpus_per_node)
-        while heads and heads % tp:
-            tp //= 2
-        pp = n // tp
-        if pp > card.architecture.num_layers:
+        node = hw.interconnect.gpus_per_node  # TP within a stated scale-up domain; over PCIe (1) any width
+        widest = min(n, node) if node > 1 else n
+        for tp in (t for t in GPU_COUNTS[::-1] if t <= widest and not (heads and heads % t)):
+            if n // tp > card.architecture.num_layers:
+                continue
+            layout = replace(dep, tp=tp, pp=n // tp, slot_tokens=0)
+            if memory_budget(card, hw, quant, kv_quant, context_tokens, concurrency, layout).fits:
+                return layout
+        if n > card.architecture.num_layers:
             break
-        layout = replace(dep, tp=tp, pp=pp, slot_tokens=0)
-        if memory_budget(card, hw, quant, kv_quant, context_tokens, concurrency, layout).fits:
-            return layout
     return None
 
 
@@ -219,4 +222,5 @@ def runtime_memory_view(policy: dict | None, hw: HardwareCard, ctx: int | None, 
     return hw, context, blocks, step, {"policy": policy.get("memory_policy") or "generic",
                                        "gpu_memory_utilization": util, "kv_share": share or 1.0,
                                        "context_default": ctx is None and default_ctx is not None,
+                                       "context_split": bool(policy.get("context_split")),
                                        "max_num_seqs": policy.get("max_num_seqs")}

@@ -26,7 +26,8 @@ class ServingPolicy:
     chunked_prefill: bool = True  # long prompts split across steps under the token budget, decodes mixed in
     block_size_tokens: int = 16  # paged-KV block
     parallel_slots: int | None = None  # llama.cpp -np / OLLAMA_NUM_PARALLEL: fixed slots, each its own context
-    slot_context_tokens: int | None = None  # context per slot
+    slot_context_tokens: int | None = None  # context per slot (context_split: the server's, over its slots)
+    context_split: bool = False  # llama-server: -c is split over the -np slots (`slot_tokens`)
     prefix_caching: bool = True  # reuse of full KV blocks by hash
     memory_policy: str = "preallocate"  # preallocate | free_fraction | on_demand | per_slot
     # preallocate: share of what the device reports that the runtime takes for weights, activations and KV; 1 (all
@@ -64,6 +65,13 @@ class ServingPolicy:
     @property
     def effective_max_seqs(self) -> int:
         return self.parallel_slots or self.max_num_seqs
+
+    @property
+    def slot_tokens(self) -> int | None:
+        """The context one slot holds: the slot context (else the default), split over the slots where the runtime
+        splits it (llama-server: n_ctx_seq = n_ctx / n_parallel)."""
+        ctx = self.slot_context_tokens or self.default_context_tokens
+        return max(1, ctx // self.effective_max_seqs) if ctx and self.context_split else ctx
 
 
 def policy_for(choice: RuntimeChoice | None, hw: HardwareCard | None = None, gpus: int = 1) -> ServingPolicy:

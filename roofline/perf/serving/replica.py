@@ -35,7 +35,7 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
     slots = policy.effective_max_seqs
     dep = Deployment(wl.tp, wl.pp, policy.block_size_tokens, policy.max_num_batched_tokens)
     if policy.memory_policy == "per_slot":
-        ctx = min(policy.slot_context_tokens or policy.default_context_tokens or card.architecture.max_context,
+        ctx = min(policy.slot_tokens or card.architecture.max_context,
                   card.architecture.max_context)  # a default beyond the model's context is cut to it (Ollama)
         budget = memory_budget(card, hw, wl.quant, wl.kv_quant, ctx, slots, dep)
         if not bool(budget.fits):
@@ -114,7 +114,7 @@ class ReplicaSetup:
             else:
                 pool = next((i for i, e in enumerate(c.extra) if e > self.num_blocks), 1) * bs - bs
         if p.memory_policy == "per_slot":
-            pool = p.slot_context_tokens or p.default_context_tokens or pool
+            pool = p.slot_tokens or pool
         return min(pool, self.card.architecture.max_context)
 
 

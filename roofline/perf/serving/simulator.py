@@ -94,9 +94,11 @@ class Simulation:
                                 f"{self.fleet.setup.card.name}'s context of {self.context:,} tokens; "
                                 f"{fix or 'use a shorter --prompt/--output'}")
         if total > self.limit:
-            raise RooflineError(f"{where}: {total:,} tokens exceed what one sequence can hold here ({self.limit:,}: "
-                                f"the KV pool or the runtime's slot context); "
-                                f"{fix or 'use shorter requests, fewer slots or more memory'}")
+            slots = self.fleet.setup.policy.memory_policy == "per_slot"
+            held = "a slot's context: the runtime's default, in a profile's slot_context_tokens" if slots else \
+                "the KV pool"
+            raise RooflineError(f"{where}: {total:,} tokens exceed what one sequence can hold here ({self.limit:,}, "
+                                f"{held}); {fix or 'use shorter requests' + ('' if slots else ' or more memory')}")
 
     def _check_thrash(self) -> None:
         """Refuse a run whose KV pool thrashes: sequences preempted over and over, each recomputing its context
