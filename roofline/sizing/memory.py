@@ -176,8 +176,8 @@ def min_gpus(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str
     else:
         candidates = GPU_COUNTS
     heads = card.architecture.attention.num_heads if card.architecture.attention else 0
+    node = hw.interconnect.gpus_per_node  # TP within a stated scale-up domain; over PCIe (1) any width
     for n in candidates:
-        node = hw.interconnect.gpus_per_node  # TP within a stated scale-up domain; over PCIe (1) any width
         widest = min(n, node) if node > 1 else n
         for tp in (t for t in GPU_COUNTS[::-1] if t <= widest and not (heads and heads % t)):
             if n // tp > card.architecture.num_layers:
