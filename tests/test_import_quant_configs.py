@@ -29,8 +29,10 @@ def test_a_compressed_tensors_checkpoint_is_sized_at_its_stored_format(weights, 
     assert card.weights == {"default": fmt, "embedding": "bf16", "lm_head": "bf16"}
 
 
-def test_a_compressed_tensors_type_not_modelled_says_so():
-    card = card_from_config(_ct({"num_bits": 2, "type": "int"}))
+@pytest.mark.parametrize("weights", [{"num_bits": 2, "type": "int"}, {"num_bits": [8], "type": "float"},
+                                     {"num_bits": 4, "type": "float", "group_size": [16]}, {"num_bits": True}])
+def test_a_compressed_tensors_type_not_modelled_says_so(weights):
+    card = card_from_config(_ct(weights))
     assert card.weights == {"default": "bf16"} and "compressed-tensors" in card.notes and "--quant" in card.notes
 
 

@@ -90,6 +90,7 @@ def _compressed_tensors(qc: dict, base: str, notes: list[str]) -> dict[str, str]
         if isinstance(groups, dict) else []
     w = found[0] if found else {}
     kind, bits, group = str(w.get("type", "")).lower(), w.get("num_bits"), w.get("group_size")
+    bits, group = (v if isinstance(v, int) and not isinstance(v, bool) else None for v in (bits, group))
     fmt = CT_FORMATS.get((kind, bits, group if kind == "float" and bits == 4 else None))
     if fmt is None:
         notes.append(f"compressed-tensors weights of type {kind or '?'!r} with {bits!r} bits not modelled (float 8, "
