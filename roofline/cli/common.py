@@ -17,7 +17,7 @@ from roofline.importers.checkpoint import assumed_notes
 from roofline.perf.efficiency import Efficiency, check_runtime_supports, expected_efficiency
 from roofline.perf.serving.policy import replica_memory_bytes
 from roofline.perf.workload import MAX_COUNT
-from roofline.sizing.memory import Deployment, runtime_memory_view
+from roofline.sizing.memory import Deployment, runtime_memory_view, slot_share_tokens
 
 if TYPE_CHECKING:
     from roofline.cards.runtime import RuntimeChoice
@@ -164,8 +164,8 @@ def runtime_sizing(choice: RuntimeChoice | None, hw, wl, model) -> tuple:
     view, context, blocks, step, policy = runtime_memory_view(runtime_policy(choice, hw, wl.tp * wl.pp), hw, None,
                                                               None, None)
     slot = min(context, model.architecture.max_context) if policy["policy"] == "per_slot" else 0
-    if slot and policy["context_split"]:  # llama-server: -c over the -np slots, one per sequence of the batch
-        slot = max(1, slot // max(wl.batch, 1))
+    if slot:  # one slot per sequence of the batch
+        slot = slot_share_tokens(slot, wl.batch, policy["context_split"])
     text = capacity_label(view.memory.capacity_bytes, view.memory.capacity_binary)
     util = policy["gpu_memory_utilization"]
     if util:

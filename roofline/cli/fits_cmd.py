@@ -46,6 +46,7 @@ from roofline.sizing.memory import (
     memory_budget,
     min_gpus,
     runtime_memory_view,
+    slot_share_tokens,
 )
 from roofline.sizing.precision import Formats
 
@@ -119,7 +120,7 @@ def _split_context(policy: dict, ctx: int, default: bool, sequences: int) -> int
     if not policy.get("context_split"):
         return ctx
     policy["server_context_tokens"] = ctx * (1 if default else sequences)
-    return max(1, ctx // sequences) if default else ctx
+    return slot_share_tokens(ctx, sequences, True) if default else ctx
 
 
 def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget, runs=None) -> dict:

@@ -266,26 +266,33 @@ def check_compute_capability(prof: RuntimeProfile, hw: HardwareCard) -> None:
     have = hw.compute_capability
     if need is None or have is None or compute_capability_key(have) >= compute_capability_key(need):
         return
-    arch = nvidia_architecture(have) if vendor == "nvidia" else None
     maker = "an NVIDIA" if vendor == "nvidia" else f"a {hw.vendor}"
     raise RooflineError(f"{prof.display_name} needs {maker} GPU of compute capability {need} or newer; {hw.name} is "
-                        f"{have}{f' ({arch})' if arch else ''}: use --runtime llama.cpp there, or leave --runtime out")
+                        f"{generation(hw)}: use --runtime llama.cpp there, or leave --runtime out")
+
+
+def generation(hw: HardwareCard) -> str:
+    """'6.1 (Pascal)': the card's compute capability, with its NVIDIA architecture where known, for messages."""
+    arch = nvidia_architecture(hw.compute_capability) if hw.vendor.lower() == "nvidia" else None
+    return f"{hw.compute_capability}{f' ({arch})' if arch else ''}"
 
 
 def check_format_generation(prof: RuntimeProfile, hw: HardwareCard, used: set[str]) -> None:
     """One line and exit 2 when a weight format needs a newer NVIDIA generation under this runtime than the card's
     (TensorRT-LLM runs FP8 from Ada, NVFP4 from Blackwell); a card that states no compute capability passes."""
-    have = hw.compute_capability
-    if hw.vendor.lower() != "nvidia" or have is None:
+    if hw.vendor.lower() != "nvidia" or hw.compute_capability is None:
         return
-    for fmt in sorted(used):
+    have = compute_capability_key(hw.compute_capability)
+
+    def runs_here(fmt: str) -> bool:
         need = prof.format_min_compute_capability.get(fmt)
-        if need is not None and compute_capability_key(have) < compute_capability_key(need):
-            ok = [f for f in prof.weight_formats if f not in prof.format_min_compute_capability
-                  or compute_capability_key(have) >= compute_capability_key(prof.format_min_compute_capability[f])]
-            arch = nvidia_architecture(have)
-            raise RooflineError(f"{prof.display_name} runs {fmt} weights from compute capability {need}; {hw.name} is "
-                                f"{have}{f' ({arch})' if arch else ''}: pick --quant {' or '.join(smallest(ok))}")
+        return need is None or have >= compute_capability_key(need)
+
+    for fmt in sorted(f for f in used if not runs_here(f)):
+        ok = [f for f in prof.weight_formats if runs_here(f)]
+        raise RooflineError(f"{prof.display_name} runs {fmt} weights from compute capability "
+                            f"{prof.format_min_compute_capability[fmt]}; {hw.name} is {generation(hw)}: pick --quant "
+                            f"{' or '.join(smallest(ok))}")
 
 
 def smallest(formats: list[str], most: int = 4) -> list[str]:

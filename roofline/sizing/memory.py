@@ -190,6 +190,12 @@ def min_gpus(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str
     return None
 
 
+def slot_share_tokens(context_tokens: int, slots: int, split: bool) -> int:
+    """The context one slot holds of a per-slot runtime's `context_tokens`: a share of it where the runtime splits
+    its context over its slots (llama-server: n_ctx_seq = n_ctx / n_parallel), else all of it (Ollama's num_ctx)."""
+    return max(1, context_tokens // max(slots, 1)) if split else context_tokens
+
+
 def preallocated_bytes(hw: HardwareCard, util: float) -> float:
     """Bytes per GPU a preallocating runtime takes for weights, activations and its KV pool: `util` of the memory
     the device reports, which is the card's capacity less its reserve (vLLM multiplies gpu_memory_utilization by

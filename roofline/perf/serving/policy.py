@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.runtime import RuntimeChoice
 from roofline.errors import RooflineError
+from roofline.sizing.memory import slot_share_tokens
 
 MEMORY_POLICIES = ("preallocate", "free_fraction", "on_demand", "per_slot")
 
@@ -71,7 +72,7 @@ class ServingPolicy:
         """The context one slot holds: the slot context (else the default), split over the slots where the runtime
         splits it (llama-server: n_ctx_seq = n_ctx / n_parallel)."""
         ctx = self.slot_context_tokens or self.default_context_tokens
-        return max(1, ctx // self.effective_max_seqs) if ctx and self.context_split else ctx
+        return slot_share_tokens(ctx, self.effective_max_seqs, self.context_split) if ctx else ctx
 
 
 def policy_for(choice: RuntimeChoice | None, hw: HardwareCard | None = None, gpus: int = 1) -> ServingPolicy:
