@@ -49,6 +49,7 @@ def test_a_gptq_group_other_than_128_is_named_in_the_notes(group, named):
     (163840, {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}, 163840),  # DeepSeek-V3
     (131072, {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}, 131072),
     (32768, {"type": "yarn", "factor": "four"}, 32768),  # unreadable: the stated length
+    (163840, {"type": "yarn", "factor": 40}, 163840),  # no original length: the stated one (DeepSeek-V2-Lite)
 ])
 def test_yarn_extends_the_context_to_original_times_factor(max_pos, scaling, context):
     card = card_from_config(LLAMA | {"max_position_embeddings": max_pos, "rope_scaling": scaling})

@@ -69,12 +69,13 @@ def _moe_family(c: _Fields, *, sliding=None, qk_norm=False, default_theta=10000.
 def _max_context(c: _Fields, default: Any) -> int | None:
     """`max_position_embeddings`; with YaRN rope scaling, the context it reaches when longer (original x factor), as
     vLLM derives max_model_len (vllm/config/model.py `_get_and_verify_max_len`: for yarn, the original length times
-    the factor) and as Qwen2.5's model cards enable 128K (max_position_embeddings 32768, factor 4)."""
+    the factor) and as Qwen2.5's model cards enable 128K (max_position_embeddings 32768, factor 4). A YaRN entry that
+    names no original length keeps the stated one: DeepSeek-V2-Lite's 163840 already is 4096 x its factor 40."""
     n = c.int("max_position_embeddings", default=default)
     rs = c.raw("rope_scaling")
     if n is None or not isinstance(rs, dict) or rs.get("rope_type", rs.get("type")) != "yarn":
         return n
-    factor, original = rs.get("factor"), rs.get("original_max_position_embeddings", n)
+    factor, original = rs.get("factor"), rs.get("original_max_position_embeddings")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 1 <= v <= MAX_CONTEXT
                for v in (factor, original)):
         return n
