@@ -103,6 +103,26 @@ CAUSES = """## Systematic causes found in the residuals
   prefill went 26.8% -> 36.1%; those rows stay predicted, not fitted. Also tried, on the same rows before fitting:
   expert GEMMs padded to a 64- or 128-token tile (median +48% / +1% but 48% median |error|) and a uniform slowdown
   of the expert GEMMs (2x: +30% / 41%).
+- **ggml picks one MoE kernel for every expert, on the step's tokens.** `ggml_cuda_mul_mat_id` runs the
+  matrix-vector kernel over all of a MoE matmul's experts while the step holds at most 8 tokens, and the tiled MMQ
+  kernel over all of them above (ggml-vulkan: the matrix-vector shader at one token only); the profiles say so with
+  `expert_gemv_max_tokens` (8 for llama.cpp and Ollama, 1 for the Vulkan build). Chosen per expert on the tokens each
+  one receives, a short MoE prompt ran its experts as matrix-vector kernels and paid no cost per expert, so prefill
+  tok/s fell as the prompt grew (Qwen3-Next on an MI300X: 6,337 tok/s at 128 tokens, 997 at 512) where llama.cpp's
+  own rows rise with it. Held out (the 413 rows of llama.cpp, its Vulkan build and Ollama, rerun alone): llama.cpp
+  prefill 19.9% / 64.4% / +3.2% -> 19.9% / 60.8% / +3.2%; PR #25441's MI100 gpt-oss-20b prompts at `-ub 16` and `-ub
+  32` (2-4 tokens per expert) 147.1% -> 10.2%, the ROCm docs' DeepSeek-V3 prompts on MI300X 49.1% / 331% -> 35.2% /
+  87% (the shortest, 192 tok/s measured, read 1,165 and now 244); worse: the `-ub 64` gpt-oss-20b prompts on RDNA
+  cards (8 tokens per expert), PR #24546 6.3% -> 13.4% and PR #18816 1.3% -> 28.1%, where the fitted AMD cost per
+  expert (29 us) is more than those kernels pay; decode moved no row. The fitted costs hardly moved (AMD 29.7 ->
+  29.0 us, the rest unchanged), once llama-batched-bench's batched decode rows (H021-H022) stopped informing them:
+  that tool feeds every sequence token 0 (examples/batched-bench), so its sequences are copies that route to one
+  sequence's experts (gpt-oss-120b decodes 32 sequences at 5.5x one's rate on the DGX Spark, beyond the ceiling of
+  independent routing), and fitted, they had pulled the Spark's cost per expert to its floor. Not established: what
+  a MoE decode step of 9-64 sequences pays. It now runs the tiles with the cost per expert fitted on prompts of
+  16-64 tokens per expert (Qwen3-30B-A3B Q4_K_M on an RTX 4090: 13.1 ms a step at 8 sequences, 30.7 ms at 9, where
+  per-expert choice read 13.9); llama.cpp PR #18958's micro-benchmark puts MMQ at 1.6-2.6x MMVQ for 4-8 tokens on
+  one MUL_MAT_ID, less than this charges, and no published row measures such steps with independent sequences.
 - **llama.cpp's MMQ prompt kernels ramp with the micro-batch.** An MMQ thread block dequantizes a tile of weights once
   and multiplies it with up to 128 tokens, so a GEMM of few tokens shares that work among few. Three llama-bench
   sweeps of Llama 3 8B over `-ub` 16..512 on an RTX 4090 (PRs #7676, #7860 and #8278, in

@@ -20,6 +20,7 @@ from roofline.sizing.params import active_param_counts, component_format
 
 LATENCY_BOUND_BATCH = 8  # decode at up to this many sequences streams the weights (memory-bound on every card here)
 DECODE_METRICS = ("decode_tok_s", "agg_decode_tok_s", "itl_ms", "tpot_ms")
+PROMPT_METRICS = ("prefill_tok_s", "ttft_ms")
 # A MoE row whose step gives each expert fewer tokens than one GEMM tile informs the fixed cost per touched expert
 # (EXPERT_PARAM), not its format's large-GEMM efficiency: its expert GEMMs run far below the efficiency
 # `compute_by_format` stands for (llama.cpp's MoE prompts at -ub 512: 32 tokens per expert on Qwen3-30B-A3B, 16 on
@@ -55,7 +56,8 @@ def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
         param = _param(row, scope in choice.profile.shared_gemm_kernel, card)
         fitted = param == "memory" or not marlin_prompt(row, param)
         if fitted and param != "memory" and narrow_expert_gemms(row, card, hw, choice):
-            param, fitted = (EXPERT_PARAM, True) if choice.profile.expert_gemm_tiles else (param, False)
+            tiles = choice.profile.expert_gemm_tiles and not copied_sequences(row)
+            param, fitted = (EXPERT_PARAM, True) if tiles else (param, False)
         out.append(FitRow(row, choice, scope, param, pred.source, fitting_range(choice, scope, param), fitted))
     return out
 
@@ -67,7 +69,7 @@ def narrow_expert_gemms(row: dict, card, hw, choice: RuntimeChoice) -> bool:
     moe = card.architecture.moe
     if moe is None:
         return False
-    if row["metric"] in ("prefill_tok_s", "ttft_ms"):
+    if row["metric"] in PROMPT_METRICS:
         prompt = float(row.get("isl") or 512)
         chunk = row_flags(row, expected_efficiency(hw, choice)).prefill_chunk_tokens
         tokens = min(prompt, chunk) if chunk else prompt
@@ -75,6 +77,15 @@ def narrow_expert_gemms(row: dict, card, hw, choice: RuntimeChoice) -> bool:
         batch = str(row.get("batch") or "1").strip()
         tokens = float(batch) if batch.replace(".", "", 1).isdecimal() else math.inf  # "max": a full batch
     return tokens * moe.experts_per_token / moe.num_experts < EXPERT_TILE_TOKENS
+
+
+def copied_sequences(row: dict) -> bool:
+    """Whether a batched row's sequences are copies of one: llama-batched-bench fills every sequence's prompt and
+    every decode input with token 0 (examples/batched-bench/batched-bench.cpp), so a MoE step routes its sequences
+    to one sequence's experts, not to the spread the cost per expert is priced under (gpt-oss-120b at 32 sequences
+    on the DGX Spark decodes 5.5x its one-sequence rate, beyond the ceiling of independent routing)."""
+    batch = str(row.get("batch") or "1").strip()
+    return "llama-batched-bench" in row.get("engine", "") and batch != "1" and row["metric"] not in PROMPT_METRICS
 
 
 def prefixed(values: dict[str, float], prefix: str) -> dict[str, float]:

@@ -14,7 +14,7 @@ FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute"
 FLOOR_FIELDS = ("gemm_floor",)  # in [0, 1]: 0 = no floor, the GPU default (a calibration may keep it)
 NUMBER_FIELDS = ("gemm_min_tokens", "gemm_half_tokens", "gemv_max_tokens", "gemv_unit_bandwidth_bytes_per_s",
                  "kernel_overhead_s", "graph_kernel_overhead_s", "graph_max_batch", "graph_max_context",
-                 "kernels_per_expert", "expert_gemm_overhead_s",
+                 "kernels_per_expert", "expert_gemm_overhead_s", "expert_gemv_max_tokens",
                  "routing_concentration", "step_overhead_s", "sequence_overhead_s", "token_overhead_s",
                  "prefill_chunk_tokens",
                  "allreduce_latency_hops")
@@ -49,6 +49,7 @@ class EfficiencyOverrides(Strict):
     graph_max_context: float | None = Field(None, ge=0)  # the longest sequence it holds; 0 = any
     kernels_per_expert: float | None = Field(None, ge=0)
     expert_gemm_overhead_s: float | None = Field(None, ge=0)  # per touched expert per layer, matrix-matrix steps
+    expert_gemv_max_tokens: float | None = Field(None, ge=1)  # step tokens up to which every expert runs mat-vec
     routing_concentration: float | None = Field(None, ge=0)
     step_overhead_s: float | None = Field(None, ge=0)
     sequence_overhead_s: float | None = Field(None, ge=0)

@@ -63,6 +63,9 @@ class Efficiency:
     expert_gemm_overhead_s: float = 0.0  # fixed time per MoE expert a step touches, per layer, when that expert's
     # GEMMs run as matrix-matrix kernels (more than `gemv_max_tokens` tokens): the per-expert tile passes that a prompt
     # of a few dozen tokens per expert cannot amortise; fitted per runtime on MoE prompt rows (0: none)
+    expert_gemv_max_tokens: float | None = None  # where one kernel serves all of a MoE matmul's experts (ggml's
+    # mul_mat_id): every expert runs matrix-vector up to this many tokens in the step, tiles above. None: each
+    # expert's own token count decides against `gemv_max_tokens` (a grouped kernel sized per expert)
     routing_concentration: float = 0.0  # how evenly a sequence's tokens spread over the experts (the Beta
     # concentration of routing.expected_experts_touched; smaller = fewer experts per prompt). 0: uniform routing, the
     # default for trained routers (no published per-prompt counts to fit); the engine's random routers are fitted

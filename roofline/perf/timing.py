@@ -163,8 +163,11 @@ def launches(op: Op, eff: Efficiency) -> Num:
 
 
 def expert_gemv_share(op: Op, eff: Efficiency, tokens: Num) -> Num:
-    """Of a MoE op's touched experts, the share whose tokens (at most `gemv_max_tokens` of the step's `tokens`) run
-    as matrix-vector kernels."""
+    """Of a MoE op's touched experts, the share that runs as matrix-vector kernels: all of them in a step of at most
+    `expert_gemv_max_tokens` tokens and none above, where one kernel serves every expert; else those routed at most
+    `gemv_max_tokens` of the step's `tokens`."""
+    if eff.expert_gemv_max_tokens is not None:
+        return np.where(np.asarray(tokens, dtype=float) <= eff.expert_gemv_max_tokens, 1.0, 0.0)
     return gemv_expert_share(*op.routing, tokens, eff.gemv_max_tokens)
 
 
