@@ -52,13 +52,15 @@ def test_validate_checks_its_engine_options_before_any_run(args, needles, capsys
 
 @pytest.mark.parametrize("args, needles", [
     (("-m", "llama-3.1-405b", "--prompt", "8", "--output", "2"), ("GB of weights", "available", "--layers")),
-    (("-m", "llama-3.2-1b", "--layers", "1", "--vocab", "100", "--prompt", "120k", "--output", "2"),
+    (("-m", "llama-3.2-1b", "--layers", "4", "--vocab", "100", "--prompt", "120k", "--output", "2"),
      ("minutes", "limit", "shorter --prompt")),
     (("-m", "llama-3.2-1b", "--layers", "1", "--dtype", "fp64"), ("--dtype fp64",)),
 ])
 def test_engine_run_refuses_runs_this_host_cannot_finish(args, needles, capsys):
     """Weights beyond the host's memory, or a run the predictor puts past the time limit (a 120k-token prompt's
-    attention on two cores), is refused before torch loads; fp64, which no predictor path runs, is not offered."""
+    attention over 4 layers on two cores: 18 minutes predicted on an AVX-512 host, where one layer's 4.5 were under
+    the limit and the engine then ran 10.5 minutes), is refused before torch loads; fp64, which no predictor path
+    runs, is not offered."""
     start = time.monotonic()
     refused(cli(capsys, "engine", "run", *args), *needles)
     assert time.monotonic() - start < 10

@@ -35,7 +35,7 @@ from roofline.errors import RooflineError
 from roofline.perf.efficiency import check_runtime_supports
 from roofline.perf.parallel import check_parallel
 from roofline.perf.workload import MAX_COUNT, make_workload
-from roofline.sizing.alternatives import what_would_fit
+from roofline.sizing.alternatives import ALL_OPTIONS, what_would_fit
 from roofline.sizing.memory import (
     BLOCK_TOKENS,
     MAX_STEP_TOKENS,
@@ -110,7 +110,7 @@ def fits_cmd(
     dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes, kv_share=policy["kv_share"])
     b = memory_budget(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     data = {"runtime": runtime_label(choice), "memory_policy": policy, "block_tokens": block_tokens,
-            **_budget_data(card, hwc, wl, ctx, dep, b, runtime_runs(choice, card, hwc))}
+            **_budget_data(card, hwc, wl, ctx, dep, b, runtime_runs(choice, card, hwc), _options(policy, context))}
     emit(data, as_json, lambda: render(data, b, card, hwc))
 
 
@@ -123,9 +123,16 @@ def _split_context(policy: dict, ctx: int, default: bool, sequences: int) -> int
     return slot_share_tokens(ctx, sequences, True) if default else ctx
 
 
-def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget, runs=None) -> dict:
+def _options(policy: dict, context: str | None) -> tuple[str, ...]:
+    """The changes worth suggesting: not fewer sequences where the server splits its default context over its slots
+    (llama-server -c over -np holds the same KV for any slot count; a smaller --context or format is the way)."""
+    split_default = policy.get("context_split") and context is None
+    return tuple(o for o in ALL_OPTIONS if o != "--concurrency") if split_default else ALL_OPTIONS
+
+
+def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget, runs=None, options=ALL_OPTIONS) -> dict:
     """The --json document: the budget line by line, the limits (max context, max concurrency, fewest GPUs) and what
-    would fit instead (in formats the runtime runs: `runs`, as `what_would_fit` takes it)."""
+    would fit instead (in formats the runtime runs: `runs`, and among `options`, as `what_would_fit` takes them)."""
     best = min_gpus(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     return {
         "model": card.name, "hardware": hwc.name, "quant": wl.quant, "kv_quant": wl.kv_quant, "context_tokens": ctx,
@@ -141,7 +148,7 @@ def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget, runs=None)
         "min_gpus_layout": {"tp": best.tp, "pp": best.pp} if best else None,
         "suggestions": [f"{a.flag}: {a.detail}"
                         for a in what_would_fit(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep, b,
-                                                runs=runs)],
+                                                options, runs)],
         "warnings": beyond_context(card, ctx),
     }
 

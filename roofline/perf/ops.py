@@ -140,6 +140,7 @@ def mla_ops(card: ModelCard, step: Step, f: Formats, count: int) -> list[Op]:
     else:  # decompress every attended latent, then ordinary attention with qk=192, v=128 dims
         core_flops = step.batch * pairs * 2.0 * heads * (qk + m.v_head_dim)
         kvb_flops = 2.0 * step.batch * (step.context + step.n) * kv_b  # top-k sets of a chunk cover the context
+    kvb_rows = None if step.phase == "decode" else step.batch * (step.context + step.n)  # GEMM rows: every latent
     indexer = [] if m.indexer is None else indexer_ops(m.indexer, m.q_lora_rank or h, h, step, f, count, 1,
                                                        key_params=h * m.indexer.head_dim)
     return indexer + [
@@ -147,7 +148,7 @@ def mla_ops(card: ModelCard, step: Step, f: Formats, count: int) -> list[Op]:
         matmul("kv_a_proj", "projection", "attention", h * (m.kv_lora_rank + m.qk_rope_head_dim), t, h,
                m.kv_lora_rank + m.qk_rope_head_dim, f, count),
         Op("kv_b_proj", "projection", f.dtype("attention"), kvb_flops, kv_b * f.wbytes("attention"), count=count,
-           weight_format=f.component_format("attention")),
+           gemm_tokens=kvb_rows, weight_format=f.component_format("attention")),
         Op("attention", "attention", f.act_dtype, core_flops, act_bytes=2 * t * heads * m.v_head_dim * f.act_bytes,
            kv_read_bytes=step.batch * _span(step, topk) * latent, kv_write_bytes=t * latent, count=count, gemm=False,
            kv_shards=1),
@@ -188,8 +189,10 @@ def compressed_ops(card: ModelCard, lay: Layer, step: Step, f: Formats, count: i
     width = hd * (2 if lay.indexer else 1)
     entries = np.floor((step.context + step.n) / ratio)
     attended = np.minimum(entries, c.indexer.topk) if lay.indexer else entries
-    # every new token: its window (causal) + the selected/all pooled entries; 2 matmuls of hd per (query, key)
-    pairs = attended_pairs(step.n, step.context, window) + step.n * attended
+    # every new token: its window + the pooled entries before it (causal: (context + i) / ratio, at most the indexer's
+    # top-k), 2 matmuls of hd per (query, key)
+    pooled = attended_pairs(step.n, step.context, c.indexer.topk * ratio if lay.indexer else None) / ratio
+    pairs = attended_pairs(step.n, step.context, window) + pooled
     entry_bytes = compressed_entry_values(arch, lay) * f.kv_bytes
     raw_bytes = hd * f.kv_bytes
     core = Op("attention", "attention", f.act_dtype, step.batch * pairs * 4.0 * heads * hd,

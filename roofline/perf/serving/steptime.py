@@ -72,15 +72,20 @@ class StepTimer:
         self._ctx_index = [i for i, op in enumerate(probe) if op.name in CONTEXT_OPS]
         self._templates = [probe[i] for i in self._ctx_index]
         self.cgrid = _grid(max_context, windows)
-        self.ngrid = _grid(max(self.max_tokens, 2), [])[1:]  # n >= 1
         self._decode = self._context_table(Step("decode", 1, 1, self.cgrid))  # (fields, contexts)
-        n, c = np.meshgrid(self.ngrid, self.cgrid, indexing="ij")
-        self._prefill = self._context_table(Step("prefill", n, 1, c))  # (fields, n, contexts)
-        self._ngrid_list, self._cgrid_list = self.ngrid.tolist(), self.cgrid.tolist()
+        self._cgrid_list = self.cgrid.tolist()
+        self._prefill_table(self.max_tokens)
         self._linear = [self._linear_cost(tpl) for tpl in self._templates]
         self._affine = self._affine_decode()
 
     # --- tables -----------------------------------------------------------------------------------------------
+
+    def _prefill_table(self, top: int) -> None:
+        """Context-op fields of prefill chunks of 1..top tokens at every grid context: (fields, n, contexts)."""
+        self.ngrid = _grid(max(int(top), 2), [])[1:]  # n >= 1
+        n, c = np.meshgrid(self.ngrid, self.cgrid, indexing="ij")
+        self._prefill = self._context_table(Step("prefill", n, 1, c))
+        self._ngrid_list = self.ngrid.tolist()
 
     def _token_table(self, top: int) -> np.ndarray:
         """Seconds of the T-token ops (with the step overhead and the collectives) for T = 0..top."""
@@ -145,6 +150,8 @@ class StepTimer:
 
     def _prefill_sum(self, n: list[int], c: list[int]) -> np.ndarray:
         """Context-op fields summed over prefill chunks (bilinear in the chunk and its cached context)."""
+        if max(n, default=0) > self._ngrid_list[-1]:  # a whole prompt beyond the budget (chunked prefill off): its
+            self._prefill_table(2 * max(n))  # attention grows with the square of the chunk, never extrapolate it
         t, total = self._prefill, 0.0
         for nk, ck in zip(n, c):
             i, fx = _locate1(self._ngrid_list, nk)
@@ -155,6 +162,10 @@ class StepTimer:
 
     def _token_s(self, tokens):
         tokens = np.asarray(tokens)
+        ub = int(self.eff.prefill_chunk_tokens)
+        if ub and tokens.max(initial=0) > ub:  # llama.cpp -ub / Ollama num_batch: the step's batch runs as micro-
+            full, rest = np.divmod(tokens, ub)  # batches of ub tokens, each re-reading the weights (as predict's chunks)
+            return full * self._token_s(ub) + np.where(rest > 0, self._token_s(np.maximum(rest, 1)), 0.0)
         if tokens.max(initial=0) >= len(self._token_table_s):  # a whole prompt beyond the budget (chunked prefill off)
             self._token_table_s = self._token_table(int(tokens.max()) * 2)
         return self._token_table_s[tokens]
@@ -162,6 +173,8 @@ class StepTimer:
     def _op_s(self, tpl: Op, values, tokens) -> np.ndarray:
         """`time_ops` of one context op carrying `values` (its FIELDS), sharded, without the step's fixed costs."""
         op = replace(tpl, **dict(zip(FIELDS, values)))
+        if tpl.gemm and tpl.gemm_tokens is not None and tpl.flops:  # a GEMM's rows grow with its FLOPs (2 x rows x W)
+            op = replace(op, gemm_tokens=tpl.gemm_tokens * np.asarray(values[0]) / tpl.flops)
         tokens = np.asarray(tokens, dtype=float)
         st = time_ops(shard_ops([op], self.wl.tp), self.hw, self.eff, tokens)
         return np.asarray(st.total_s) - fixed_seconds(self.eff, tokens)  # the token table holds them once
