@@ -23,6 +23,7 @@ def split_normalisation(metric: str) -> tuple[str, str]:
 
 
 MIN_MEASUREMENT = 1e-6  # below any real latency (ms, s) or rate (tok/s): a smaller value is a typo or an underflow
+MAX_MEASUREMENT = 1e12  # above any real latency (1e12 ms is 30 years) or rate (tok/s): a typo or an overflow
 
 
 def metric_units(metric: str) -> tuple[str, ...]:
@@ -53,8 +54,9 @@ def row_problem(row: dict) -> str | None:
         value = float(row["value"])
     except (KeyError, TypeError, ValueError):
         return f"value {row.get('value')!r} is not a number"
-    if not math.isfinite(value) or value < MIN_MEASUREMENT:
-        return f"value {row['value']!r} is not a positive finite measurement"
+    if not math.isfinite(value) or not MIN_MEASUREMENT <= value <= MAX_MEASUREMENT:
+        return f"value {str(row['value'])[:40]!r} is not a measurement (give one in [{MIN_MEASUREMENT:g}, " \
+               f"{MAX_MEASUREMENT:g}])"
     unit, expected = str(row.get("unit") or "").strip(), metric_units(str(row.get("metric") or ""))
     if unit and expected and unit.replace(" ", "").lower() not in (u.lower() for u in expected):
         return f"unit {unit[:20]!r} is not {row['metric']}'s {expected[0]}; give the value in {expected[0]}"
@@ -65,10 +67,10 @@ def row_problem(row: dict) -> str | None:
         if text and not text.isdecimal():
             unstated = "" if column in ("gpus", "tp") else " (leave it empty where the source does not state it)"
             return f"{column} {text[:40]!r} is not a whole number{unstated}"
-        if column in ("gpus", "tp", "batch") and text and int(text) == 0:
-            return f"{column} {text!r} is not a positive whole number"
         if len(text) > len(str(MAX_COUNT)) or text and int(text) > MAX_COUNT:
             return f"{column} {text[:40]} is beyond the bound of {MAX_COUNT:,}"
+        if column in ("gpus", "tp", "batch") and text and int(text) == 0:
+            return f"{column} {text!r} is not a positive whole number"
     if row_depth(row) > MAX_COUNT or re.search(r"@ ?d\d{13}", str(row.get("notes") or "")):
         return f"the depth its notes give (@ d...) is beyond the bound of {MAX_COUNT:,} tokens"
     tp, gpus = str(row.get("tp") or "").strip(), str(row.get("gpus") or "").strip()

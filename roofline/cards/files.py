@@ -132,6 +132,9 @@ def parse_yaml(text: str, path: object = "<text>") -> object:
         raise CardError(path, where, f"not valid YAML ({getattr(err, 'problem', None) or err})") from None
     except RecursionError:
         raise CardError(path, "", f"nested deeper than {MAX_YAML_DEPTH} levels") from None
+    except ValueError as err:  # an integer past Python's 4,300-digit conversion limit
+        raise CardError(path, "", "a number too long to read (over 4,300 digits); write it with an exponent, "
+                                  "e.g. 1e30") from None
 
 
 def read_yaml_file(path: Path) -> object:

@@ -272,7 +272,7 @@ class Architecture(Strict):
         unknown = sorted(set(letters) - set(types))
         if unknown:
             raise ValueError(f"layer_pattern uses undeclared letters {unknown}; declare them in layer_types")
-        needs = {"full": ["attention"], "sliding": ["attention"], "chunked": ["attention"], "mla": ["mla"],
+        needs = {"full": ["attention"], "sliding": ["attention"], "chunked": ["attention"], "mla": ["attention", "mla"],
                  "mamba2": ["mamba2"], "compressed": ["attention", "compressed"], "deltanet": ["deltanet"],
                  "mamba1": ["mamba1"], "parallel": ["attention", "mamba2"]}
         for letter in set(letters):

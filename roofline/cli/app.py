@@ -95,6 +95,11 @@ def _user_error(message: str, debug: bool) -> None:
 INTERRUPTED = 130  # the shell's exit status for SIGINT (128 + 2)
 
 
+def _short(text: str, most: int = 120) -> str:
+    """`text` cut in the middle to at most `most` characters (a 5,000-character path in a one-line error)."""
+    return text if len(text) <= most else f"{text[:most // 2]}...{text[-(most // 2 - 3):]}"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI. User errors (ours and the argument parser's): one line on stderr, exit 2, control characters
     removed. `--debug` anywhere shows the traceback."""
@@ -114,6 +119,11 @@ def main(argv: list[str] | None = None) -> None:
         _user_error(str(err), debug)
     except PermissionError as err:  # a path the user named that the OS will not let us read or write
         _user_error(f"{err.filename or 'a file'}: permission denied; check its permissions or choose another path",
+                    debug)
+    except OSError as err:  # a path the OS refuses (a name over 255 bytes, a loop of links): the path and why
+        if err.filename is None:
+            raise
+        _user_error(f"{_short(str(err.filename))}: {(err.strerror or 'unusable').lower()}; choose another path",
                     debug)
     except click.NoArgsIsHelpError as err:  # `roofline hw`: the group's help, as a user asked
         sys.stdout.write(err.ctx.get_help() + "\n")

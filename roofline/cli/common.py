@@ -77,7 +77,8 @@ def tokens(option: str, value: str | int, allow_zero: bool = False) -> int:
         raise RooflineError(f"{option}: {value!r} is not a token count {'>=' if allow_zero else '>'} 0 (like 500, "
                             f"4k, 128K or 1M){comma}") from None
     if n > MAX_COUNT:
-        raise RooflineError(f"{option}: at most {MAX_COUNT:,} tokens, got {value!r}")
+        raise RooflineError(f"{option}: at most {MAX_COUNT:,} tokens, got {str(value)[:30]!r} ({n:,} tokens; k, M "
+                            "and G are binary: 1M = 1,048,576)")
     return n
 
 

@@ -72,10 +72,11 @@ def check_parallel(card: ModelCard, hw: HardwareCard, tp: int, pp: int) -> None:
     if tp * pp > 1 and hw.interconnect.bandwidth_bytes_per_s_per_direction <= 0:
         raise RooflineError(f"{hw.name} has no GPU-to-GPU link in its card (interconnect.bandwidth_per_direction); "
                             f"multi-GPU needs one")
-    node = hw.interconnect.gpus_per_node
+    node, layers = hw.interconnect.gpus_per_node, card.architecture.num_layers
     if node > 1 and tp > node:  # a card that states its scale-up domain (NVLink, xGMI): TP stays inside it
+        split = tp * pp % node == 0 and tp * pp // node <= layers  # the split it names must run
         raise RooflineError(f"--gpus {tp}: tensor parallel spans {hw.name}'s GPU link domain of {node} GPUs; across "
-                            f"nodes, split the layers: --gpus {node} --pp {tp * pp // node}" if tp * pp % node == 0
+                            f"nodes, split the layers: --gpus {node} --pp {tp * pp // node}" if split
                             else f"--gpus {tp}: tensor parallel spans {hw.name}'s GPU link domain of {node} GPUs; "
                             f"use at most --gpus {node} (--pp for more GPUs)")
     if pp > card.architecture.num_layers:

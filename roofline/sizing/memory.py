@@ -129,6 +129,9 @@ def memory_budget(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant
                   weights_by_component=weights, kv_share=dep.kv_share)
 
 
+MAX_SEQUENCES = 10**9  # the most `max_concurrency` counts: sequences that hold no KV, or a card of absurd capacity
+
+
 def max_concurrency(card: ModelCard, hw: HardwareCard, quant: str | None, kv_quant: str, context_tokens: int,
                     dep: Deployment = Deployment()) -> int:
     """Most sequences of `context_tokens` that fit beside everything else (0 when even one does not)."""
@@ -137,9 +140,9 @@ def max_concurrency(card: ModelCard, hw: HardwareCard, quant: str | None, kv_qua
         return 0
     per_seq = float(one.kv_bytes_per_sequence)
     if per_seq <= 0:
-        return 10**9
+        return MAX_SEQUENCES
     # at most what the KV of one sequence divides into the room (activations and logits grow with n)
-    most = max(1, int((one.capacity_bytes - float(one.fixed_bytes)) // per_seq))
+    most = min(max(1, int((one.capacity_bytes - float(one.fixed_bytes)) // per_seq)), MAX_SEQUENCES)
     return _largest(1, most, lambda n: memory_budget(card, hw, quant, kv_quant, context_tokens, n, dep).fits)
 
 

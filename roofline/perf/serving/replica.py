@@ -4,6 +4,8 @@ KV pool sized by the memory budget, a clock, and the step timer."""
 from __future__ import annotations
 
 import math
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +25,8 @@ from roofline.perf.workload import Workload
 from roofline.sizing.kv import BlockCosts, block_costs
 from roofline.sizing.memory import Deployment, memory_budget, preallocated_bytes
 
+WAITING_CAP = 4096  # sequences a replica's scheduler holds waiting; later arrivals queue as bare requests whose
+# prompt token ids are made as they join it: an overloaded million-request trace holds ~0.5 KB a request, not ~3.5
 UNBOUNDED_BLOCKS = 1 << 20  # a model with no per-token KV (pure Mamba-2): blocks only count positions; also the
 # most a pool ever gets (16M tokens at vLLM's 16-token blocks, 30x an H200's pool for an 8B model)
 
@@ -133,21 +137,35 @@ class Replica:
                                    p.chunked_prefill)
         self.now = 0.0
         self.outstanding_tokens = 0  # prompt + output tokens of requests here and not finished (the router's load)
+        self.backlog: deque = deque()  # (make a Sequence, arrival s) beyond WAITING_CAP, first come first served
         self.prefixes: set[str] = set()  # prefix ids served here (the prefix-aware router's memory)
 
     @property
     def idle(self) -> bool:
-        return self.scheduler.idle
+        return self.scheduler.idle and not self.backlog
 
-    def admit(self, seq: Sequence, t: float) -> None:
-        """A request reaches this replica at time t (its scheduler sees it at the next step boundary)."""
+    @property
+    def queued(self) -> int:
+        return len(self.scheduler.waiting) + len(self.backlog)
+
+    def admit(self, make: Callable[[], Sequence], tokens: int, t: float) -> None:
+        """A request of `tokens` (prompt + output) reaches this replica at time t (its scheduler sees it at the next
+        step boundary); `make` builds its Sequence when it joins the scheduler's waiting queue."""
         if self.idle:
             self.now = max(self.now, t)
-        seq.replica_arrival_s = t
-        self.outstanding_tokens += len(seq) + seq.max_tokens
-        self.scheduler.add(seq)
+        self.outstanding_tokens += tokens
+        self.backlog.append((make, t))
+        self._refill()
         # the queue as the request joins it (a burst faster than a step shows in the series, and so as overload)
-        self.metrics.sample(t, len(self.scheduler.running), len(self.scheduler.waiting), self.kv_use(), id(self))
+        self.metrics.sample(t, len(self.scheduler.running), self.queued, self.kv_use(), id(self))
+
+    def _refill(self) -> None:
+        """Move requests from the backlog into the scheduler's waiting queue, up to WAITING_CAP."""
+        while self.backlog and len(self.scheduler.waiting) < WAITING_CAP:
+            make, t = self.backlog.popleft()
+            seq = make()
+            seq.replica_arrival_s = t
+            self.scheduler.add(seq)
 
     def kv_use(self) -> float:
         return 1.0 - self.blocks.num_free / len(self.blocks.ref_count)
@@ -156,6 +174,7 @@ class Replica:
         """Run the next step (or a stretch of pure-decode steps ending no later than the first step boundary at
         or after `until`, the next arrival); returns the sequences that finished, their times recorded."""
         sched = self.scheduler
+        self._refill()
         horizon = sched.decode_horizon() if self.fast_forward else 0
         if horizon >= 2:
             return self._decode_run(horizon, until if not sched.waiting else math.inf)
@@ -192,7 +211,7 @@ class Replica:
             self.metrics.itl.add(gaps)
         self.metrics.steps += 1
         done = sched.finish_step(work, dict.fromkeys([s.seq_id for s in samplers], 0))
-        self.metrics.sample(end, len(sched.running), len(sched.waiting), self.kv_use(), id(self))
+        self.metrics.sample(end, len(sched.running), self.queued, self.kv_use(), id(self))
         return self._finish(done)
 
     def _decode_run(self, horizon: int, until: float) -> list[Sequence]:
@@ -217,14 +236,14 @@ class Replica:
         for s in running:
             s.last_emit_s = self.now
         self.metrics.steps += steps
-        self.metrics.sample(self.now, len(self.scheduler.running), len(self.scheduler.waiting), self.kv_use(),
-                            id(self))
+        self.metrics.sample(self.now, len(self.scheduler.running), self.queued, self.kv_use(), id(self))
         return self._finish(done)
 
     def _finish(self, done: list[Sequence]) -> list[Sequence]:
         for s in done:
             s.finish_s = self.now
             self.outstanding_tokens -= s.num_prompt_tokens + s.max_tokens
+        self._refill()
         return done
 
 

@@ -102,6 +102,9 @@ def check_size(requests: int, concurrency: int | None = None) -> None:
 def check_requests_per_client(requests_per_client: int, clients: int) -> None:
     """One line and exit 2 when `clients` (one sweep level, or all its levels together) sending `requests_per_client`
     each would simulate more than MAX_REQUESTS."""
+    if clients > MAX_REQUESTS:
+        raise RooflineError(f"--concurrency: the levels add up to {clients:,} clients, over the {MAX_REQUESTS:,} "
+                            "requests one sweep simulates; sweep fewer or smaller levels")
     if not 1 <= requests_per_client <= MAX_REQUESTS // clients:
         raise RooflineError(f"--requests-per-client {requests_per_client:,}: give 1 to {MAX_REQUESTS // clients:,} at "
                             f"{clients:,} clients (at most {MAX_REQUESTS:,} simulated requests a sweep)")

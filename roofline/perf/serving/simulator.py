@@ -114,13 +114,18 @@ class Simulation:
     def _arrive(self, req: Request, t: float) -> None:
         self._check(req)
         if self.prefill:  # disaggregated: the prompt runs on a prefill replica, which samples the first token
-            first = Request(req.arrival_s, req.prompt_tokens, 1, req.prefix_id, req.prefix_tokens)
-            seq = new_sequence(first, self.tokens.prompt(req), t)
-            seq.req = req
-            self.prefill_router.pick(req).admit(seq, t)
+            self.prefill_router.pick(req).admit(lambda: self._prefill_sequence(req, t), req.prompt_tokens + 1, t)
         else:
-            seq = new_sequence(req, self.tokens.prompt(req), t)
-            self.router.pick(req).admit(seq, t)
+            self.router.pick(req).admit(lambda: new_sequence(req, self.tokens.prompt(req), t),
+                                        req.prompt_tokens + req.output_tokens, t)
+
+    def _prefill_sequence(self, req: Request, t: float) -> Sequence:
+        """The prompt's sequence on a prefill replica: it samples the first token, then hands off (`req` rides
+        along)."""
+        first = Request(req.arrival_s, req.prompt_tokens, 1, req.prefix_id, req.prefix_tokens)
+        seq = new_sequence(first, self.tokens.prompt(req), t)
+        seq.req = req
+        return seq
 
     def _sample_links(self, link: int, t: float) -> None:
         """The hand-offs still to start on a prefill replica's links count as waiting requests in the fleet's series
@@ -138,7 +143,7 @@ class Simulation:
         seq.num_transferred_tokens = req.prompt_tokens
         seq.req, seq.arrival_s, seq.first_s, seq.last_emit_s = req, done.arrival_s, done.first_s, done.first_s
         seq.start_s, seq.preemptions = done.start_s, done.preemptions
-        self.router.pick(req).admit(seq, t)
+        self.router.pick(req).admit(lambda: seq, req.prompt_tokens + req.output_tokens, t)
 
     def _finished(self, seq: Sequence, prefill: Replica | None, on_done) -> None:
         """A request done on its replica: under disaggregation a prefill replica's hands its KV over that replica's

@@ -15,7 +15,7 @@ import numpy as np
 from roofline.errors import RooflineError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Request:
     arrival_s: float
     prompt_tokens: int
