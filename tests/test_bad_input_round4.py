@@ -54,7 +54,7 @@ def test_a_card_of_absurd_capacity_still_gets_its_limits(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("column, value, needle", [("batch", "9" * 5000, "beyond the bound"),
-                                                   ("value", "1e308", "not a measurement")])
+                                                   ("value", "1e308", "positive finite measurement in")])
 def test_a_published_row_beyond_any_measurement_is_skipped_with_why(column, value, needle, tmp_path, capsys):
     """A 5,000-digit batch reached int() before its length was checked; a value of 1e308 printed inf% and nan%."""
     header = "id,source,hardware,engine,model,params_b,weight_quant,kv_dtype,isl,osl,batch,tp,metric,value,unit," \

@@ -55,8 +55,8 @@ def row_problem(row: dict) -> str | None:
     except (KeyError, TypeError, ValueError):
         return f"value {row.get('value')!r} is not a number"
     if not math.isfinite(value) or not MIN_MEASUREMENT <= value <= MAX_MEASUREMENT:
-        return f"value {str(row['value'])[:40]!r} is not a measurement (give one in [{MIN_MEASUREMENT:g}, " \
-               f"{MAX_MEASUREMENT:g}])"
+        return f"value {str(row['value'])[:40]!r} is not a positive finite measurement in [{MIN_MEASUREMENT:g}, " \
+               f"{MAX_MEASUREMENT:g}]"
     unit, expected = str(row.get("unit") or "").strip(), metric_units(str(row.get("metric") or ""))
     if unit and expected and unit.replace(" ", "").lower() not in (u.lower() for u in expected):
         return f"unit {unit[:20]!r} is not {row['metric']}'s {expected[0]}; give the value in {expected[0]}"
