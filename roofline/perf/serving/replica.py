@@ -26,7 +26,7 @@ from roofline.sizing.kv import BlockCosts, block_costs
 from roofline.sizing.memory import Deployment, memory_budget, preallocated_bytes
 
 WAITING_CAP = 4096  # sequences a replica's scheduler holds waiting; later arrivals queue as bare requests whose
-# prompt token ids are made as they join it: an overloaded million-request trace holds ~0.5 KB a request, not ~3.5
+# prompt token ids are made as they join it (a waiting Sequence with its ids takes ~3.5 KB, a bare request ~0.5)
 UNBOUNDED_BLOCKS = 1 << 20  # a model with no per-token KV (pure Mamba-2): blocks only count positions; also the
 # most a pool ever gets (16M tokens at vLLM's 16-token blocks, 30x an H200's pool for an 8B model)
 
