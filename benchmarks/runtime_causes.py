@@ -123,6 +123,9 @@ CAUSES = """## Systematic causes found in the residuals
   16-64 tokens per expert (Qwen3-30B-A3B Q4_K_M on an RTX 4090: 13.1 ms a step at 8 sequences, 30.7 ms at 9, where
   per-expert choice read 13.9); llama.cpp PR #18958's micro-benchmark puts MMQ at 1.6-2.6x MMVQ for 4-8 tokens on
   one MUL_MAT_ID, less than this charges, and no published row measures such steps with independent sequences.
+  Nor is the cost's size: one constant per scope, fitted on experts of 13-40 MB at 4 bits (gpt-oss, Qwen3-30B-A3B,
+  DeepSeek-V3), it prices Qwen3-Next's 1.8 MB experts the same (an MI300X: 8 prompt tokens 10.9 ms, 16 tokens 205
+  ms); a cost in proportion to the expert's bytes needs a refit.
 - **llama.cpp's MMQ prompt kernels ramp with the micro-batch.** An MMQ thread block dequantizes a tile of weights once
   and multiplies it with up to 128 tokens, so a GEMM of few tokens shares that work among few. Three llama-bench
   sweeps of Llama 3 8B over `-ub` 16..512 on an RTX 4090 (PRs #7676, #7860 and #8278, in
