@@ -88,13 +88,20 @@ class StepTimer:
         self._ngrid_list = self.ngrid.tolist()
 
     def _token_table(self, top: int) -> np.ndarray:
-        """Seconds of the T-token ops (with the step overhead and the collectives) for T = 0..top."""
-        t = np.arange(top + 1, dtype=float)
+        """Seconds of the T-token ops (with the step overhead and the collectives) for T = 0..top. Where the runtime
+        runs a step as micro-batches of `prefill_chunk_tokens` (llama.cpp -ub, Ollama num_batch), a step of T tokens
+        is T // ub full ones and the rest, each re-reading the weights, as `predict`'s prefill chunks are."""
+        ub = int(self.eff.prefill_chunk_tokens)
+        t = np.arange((min(top, ub) if ub else top) + 1, dtype=float)
         step = Step("decode", 1, np.maximum(t, 1), 0)
         ops = [op for op in step_ops(self.card, self.hw, step, self.wl.quant, self.wl.kv_quant)
                if op.name not in CONTEXT_OPS and op.name != "lm_head"]
         st = timed_step(self.card, self.hw, step, self.wl, self.eff, ops, sequences=0)  # per sequence: step_seconds
-        return np.asarray(st.total_s, dtype=float)
+        table = np.asarray(st.total_s, dtype=float)
+        if len(table) > top:
+            return table
+        full, rest = np.divmod(np.arange(top + 1), ub)
+        return full * table[ub] + np.where(rest > 0, table[rest], 0.0)
 
     def _lm_table(self, top: int) -> np.ndarray:
         """Seconds of the lm_head for S = 0..top sampled sequences (no step overhead)."""
@@ -162,10 +169,6 @@ class StepTimer:
 
     def _token_s(self, tokens):
         tokens = np.asarray(tokens)
-        ub = int(self.eff.prefill_chunk_tokens)
-        if ub and tokens.max(initial=0) > ub:  # llama.cpp -ub / Ollama num_batch: the step's batch runs as micro-
-            full, rest = np.divmod(tokens, ub)  # batches of ub tokens, each re-reading the weights (as predict's chunks)
-            return full * self._token_s(ub) + np.where(rest > 0, self._token_s(np.maximum(rest, 1)), 0.0)
         if tokens.max(initial=0) >= len(self._token_table_s):  # a whole prompt beyond the budget (chunked prefill off)
             self._token_table_s = self._token_table(int(tokens.max()) * 2)
         return self._token_table_s[tokens]
