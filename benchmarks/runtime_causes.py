@@ -309,11 +309,17 @@ CAUSES = """## Systematic causes found in the residuals
 - **llama.cpp on CPUs** (rows Z001-Z029, `extra/llama-cpp-cpu.md`: a Ryzen 9 7950X and Threadripper PRO 5975WX and
   5995WX, 2024 builds, five documents). With no CPU rows, a CPU's prompt ran at the generic CPU default, 0.9 of its
   int8 peak: 2.4-16x the measured rate (Q4_0/Q8_0 3-4x, k-quants 4-6x, IQ2/IQ3 10-16x), while decode, bandwidth-bound,
-  was within 4-21%. The profile now fits amd-cpu prompt efficiencies per format (0.28 of the AVX-512 VNNI peak for
-  Q4_0, 0.17 for Q4_K_S, 0.21 the k-quant family's mean for the formats no row informs). Held out, prefill on the
-  7950X 399% -> 37.1% (20 rows, 4 documents), the 5975WX 161% -> 17.5%, the 5995WX 190% -> 6.5%; llama.cpp prefill
+  was within 4-21%. The profile now fits amd-cpu prompt efficiencies per format (0.25 of the AVX-512 VNNI peak for
+  Q4_0, 0.15 for Q4_K_S, 0.19 the k-quant family's mean for the formats no row informs). Held out, prefill on the
+  7950X 399% -> 37.6% (20 rows, 4 documents), the 5975WX 161% -> 17.5%, the 5995WX 190% -> 6.5%; llama.cpp prefill
   over all 177 rows 19.7% (17.4% on the 153 GPU and SoC rows before). Intel and Arm CPUs have no llama.cpp rows: they
-  keep the generic default (the error above) and `predict` says so ("nothing fitted for intel-cpu").
+  keep the generic default (the error above) and `predict` says so ("nothing fitted for intel-cpu"). ggml-cpu has no
+  GEMM ramp (`efficiency.cpu.gemm_half_tokens: 0`): it runs one dot product per weight row and token at any batch,
+  where the generic CPU ramp (the micro-engine's PyTorch GEMMs, half rate at 64 tokens) had put a decode step of 9
+  sequences at 8.3x one of 8 on a 5995WX (480 vs 58 ms for Llama 3.1 8B Q4_K_M; now 65 ms). Refitted without it
+  (`fit_runtimes.py --write-only`, the amd-cpu block only), the 41 CPU rows held out alone read as before: prefill
+  31.0% / 212.2% / +23.7% (30.9% / 197.0% / +23.7% with the ramp; every row a 512- or 2048-token prompt, where the
+  ramp had cost 11%), decode 4.0%.
 - **Single-request latency of the CUDA-graph runtimes** (rows T001-T030, `extra/trtllm-vllm-latency.md`). vLLM at one
   request in flight: 0.6.3 on an A100 (Qwen2.5 0.5B-72B) predicted -5% to +24%; V1 builds (2025-2026) on a GH200,
   RTX 4090 and RTX 5090 18-59% slow in TPOT, the 13.2 us generic launch cost against graphs replayed with little host
