@@ -100,6 +100,8 @@ def _bad_profile(tmp_path: Path, change) -> Path:
     (lambda d: d.update(efficiency={"nvidia": {"compute_quantized": {"int3": 0.2}}}), "compute_quantized.int3"),
     (lambda d: d.update(quantized_kernel_family=True), "quantized_kernel_family"),
     (lambda d: d.update(expert_gemm_tiles=True), "expert_gemm_tiles"),
+    (lambda d: d.update(windows_ignored=["mistral"]), "windows_ignored"),
+    (lambda d: d["versions"][-1].update(windows_ignored=["*"]), "windows_ignored"),
     (lambda d: d.update(efficiency={"nvidia": {"expert_gemm_overhead_s": -1e-6}}), "expert_gemm_overhead_s"),
     (lambda d: d.update(efficiency={"nvidia": {"expert_gemv_max_tokens": 0}}), "expert_gemv_max_tokens"),
     (lambda d: d.update(efficiency={"nvidia": {"expert_gemv_max_tokens": True}}), "expert_gemv_max_tokens"),

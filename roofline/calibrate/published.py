@@ -23,6 +23,7 @@ from roofline.calibrate.row_conditions import max_load_batch, row_flags, under_l
 from roofline.cards.files import MAX_CSV_BYTES, read_text
 from roofline.cards.formats import kv_format, weight_format
 from roofline.cards.runtime import RuntimeChoice
+from roofline.cards.runtime_windows import as_run
 from roofline.cards.store import CardStore
 from roofline.errors import RooflineError, UnknownNameError
 from roofline.perf.efficiency import Efficiency, ceiling_for, expected_efficiency
@@ -140,7 +141,7 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
         return out
     try:
         card, hw, gpus = cards_of(row, store)
-        out.model, out.hw = card.name, hw.name
+        out.model, out.hw, card = card.name, hw.name, as_run(card, runtime)
         if eff is None:
             eff = row_flags(row, expected_efficiency(hw, runtime))
         out.runtime = eff.runtime

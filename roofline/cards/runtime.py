@@ -97,6 +97,8 @@ class Version(Strict):
     # hardware scope -> the fitted parameters ("memory", "compute_by_format") whose kernels changed at this version:
     # benchmarks/fit_runtimes.py fits them per version range from here on (fitted.<scope>@<version>)
     refits: dict[str, list[Literal["memory", "compute_by_format"]]] = {}
+    # the profile's `windows_ignored` from this version on (None: unchanged); needs a source
+    windows_ignored: list[str] | None = None
 
 
 FitKind = Literal["memory", "compute_by_format"]
@@ -144,6 +146,10 @@ class RuntimeProfile(Strict):
     # sorts tokens by expert), so a step pays a fixed cost per touched expert (Efficiency.expert_gemm_overhead_s),
     # fitted on MoE rows too narrow for a tile per expert; needs a source. False: such rows are predicted, not fitted
     expert_gemm_tiles: StrictBool = False
+    # model families (a model card's `family`; "*": every one) whose sliding-window layers the runtime keeps and
+    # attends over the whole context, as full attention (llama.cpp's `llama` and `phi3` architectures have no
+    # windowed KV cache); versions may change it (`windows_ignored`); needs a source
+    windows_ignored: list[str] = []
     # one hardware card (by name) under this runtime: measured there (`roofline calibrate` writes the micro-engine's
     # fit here), or a kernel path only that card takes (ggml-vulkan never gives the Arc A770 cooperative matrices);
     # applied after every scope; each needs `sources: devices.<card>`
@@ -193,6 +199,7 @@ class RuntimeProfile(Strict):
                              "(expert_gemm_tiles)")
         if self.kernels_from == self.name:
             raise ValueError("kernels_from: names this runtime itself; name the runtime whose kernels it runs")
+        self._windows_ignored_cited()
         if self.kernels_from and "kernels_from" not in self.sources:
             raise ValueError("kernels_from: sources must say why this runtime runs those kernels (kernels_from)")
         for v in self.versions:
@@ -228,6 +235,21 @@ class RuntimeProfile(Strict):
                 raise ValueError(f"{key}: name a format in weight_formats ({', '.join(self.weight_formats)})")
             if key not in self.sources:
                 raise ValueError(f"{key}: sources must say where the runtime's docs give it ({key})")
+
+    def _windows_ignored_cited(self) -> None:
+        """Each `windows_ignored` list (the profile's, a version's) cites where the runtime's code shows it."""
+        for key, families in [("windows_ignored", self.windows_ignored)] + \
+                [(f"versions.{v.version}.windows_ignored", v.windows_ignored) for v in self.versions]:
+            if families and key not in self.sources:
+                raise ValueError(f"{key}: sources must say where the runtime keeps these windows whole ({key})")
+
+    def ignores_windows(self, family: str, version: str | None = None) -> bool:
+        """Whether the runtime at `version` (None: the newest) runs a `family` model's sliding-window layers as full
+        attention."""
+        families = self.windows_ignored
+        for entry in self.versions_up_to(version):
+            families = families if entry.windows_ignored is None else entry.windows_ignored
+        return "*" in families or family.lower() in {f.lower() for f in families}
 
     def version_names(self) -> list[str]:
         return [v.version for v in self.versions]

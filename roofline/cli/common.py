@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from roofline.cards.files import check_output_file
+from roofline.cards.runtime_windows import as_run
 from roofline.cards.store import CardStore
 from roofline.cards.units import DECIMAL_COMMA_HINT, QuantityError, parse_tokens
 from roofline.cli.output import warn
@@ -222,6 +223,15 @@ def model_and_quant(st: CardStore, name: str, quant: Optional[str]):
     quant = quant if quant is not None else tagged
     check_quant_components(card, quant)
     return card, quant
+
+
+def runtime_card(card, choice: RuntimeChoice | None):
+    """`card` as the runtime runs it (`as_run`), saying so where it keeps sliding windows whole."""
+    run = as_run(card, choice)
+    if run is not card:
+        warn(f"{choice.described} keeps {card.name}'s sliding windows whole (no windowed KV cache for the {card.family} "
+             "family there): those layers cache and attend over the whole context, as full attention")
+    return run
 
 
 def capacity_label(capacity_bytes: float, binary: bool) -> str:

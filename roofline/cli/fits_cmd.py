@@ -23,6 +23,7 @@ from roofline.cli.common import (
     kv_default,
     model_and_quant,
     parallel_layout,
+    runtime_card,
     runtime_choice,
     runtime_label,
     runtime_policy,
@@ -80,6 +81,7 @@ def fits_cmd(
     if runtime is not None and runtime_memory is None and _is_bytes(runtime):
         runtime, runtime_memory = None, runtime  # `--runtime 2GB`: the overhead, as before --runtime-memory existed
     choice = runtime_choice(st, runtime)
+    card = runtime_card(card, choice)
     wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), batch=concurrency, **parallel_layout(choice, gpus, pp),
                        flags={"batch": "--concurrency"})
     for label, value in (("--block-tokens", block_tokens), ("--max-step-tokens", max_step_tokens)):

@@ -28,6 +28,7 @@ from roofline.cli.common import (
     name_list,
     nonempty_path,
     parallel_layout,
+    runtime_card,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
@@ -71,6 +72,7 @@ def roofline_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")], qua
     card, quant = model_and_quant(st, model, quant)
     hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
+    card = runtime_card(card, choice)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), batch=batch, quant=quant,
                        kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, 1))
     check_parallel(card, hwc, wl.tp, wl.pp)
@@ -90,6 +92,7 @@ def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
     card, quant = model_and_quant(st, model, quant)
     hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
+    card = runtime_card(card, choice)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        quant=quant, kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, pp))
     check_parallel(card, hwc, wl.tp, wl.pp)
@@ -108,6 +111,7 @@ def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="H
     st = store(cards)
     card, quant = model_and_quant(st, model, quant)
     choice = runtime_choice(st, runtime)
+    card = runtime_card(card, choice)
     hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
     wl = make_workload(batch=concurrency, quant=quant, kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, pp),
                        flags={"batch": "--concurrency"})

@@ -23,6 +23,7 @@ from roofline.cli.common import (
     kv_default,
     model_and_quant,
     parallel_layout,
+    runtime_card,
     runtime_choice,
     runtime_efficiency,
     runtime_runs,
@@ -168,7 +169,7 @@ def predict_cmd(
                        batch=batch, quant=quant, kv_quant=kv_default(choice, kv_quant), spec_tokens=spec_tokens, accept_rate=accept,
                        draft_model=draft, context_tokens=ctx, **parallel_layout(choice, gpus, pp),
                        allow_beyond_context=allow_beyond_context)
-    card = reduce_card(card, layers, vocab)
+    card = runtime_card(reduce_card(card, layers, vocab), choice)
     hwc = st.hardware(hw)
     draft_card = st.model(draft) if draft else None
     eff = runtime_efficiency(choice, card, hwc, wl)

@@ -28,6 +28,7 @@ from roofline.cli.common import (
     model_and_quant,
     name_list,
     parallel_layout,
+    runtime_card,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
@@ -73,6 +74,7 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     card, quant = model_and_quant(st, model, quant)
     hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
+    card = runtime_card(card, choice)
     wl = make_workload(quant=quant, kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, pp))
     if network_gbps is not None and not MIN_NETWORK_GBPS <= network_gbps < math.inf:
         raise RooflineError(f"--network-gbps: must be a finite number of at least {MIN_NETWORK_GBPS:g} Gbit/s, got "
@@ -185,6 +187,7 @@ def capacity_cmd(
     st = store(cards)
     card, weights = model_and_quant(st, model, None)  # a checkpoint's name or an Ollama tag fixes its format
     choice = runtime_choice(st, runtime)
+    card = runtime_card(card, choice)
     hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
     if not hws:
         raise RooflineError("capacity needs at least one --hw card (comma-separated for several)")

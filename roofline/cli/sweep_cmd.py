@@ -23,6 +23,7 @@ from roofline.cli.common import (
     model_and_quant,
     name_list,
     parallel_layout,
+    runtime_card,
     runtime_choice,
     runtime_efficiency,
     runtime_label,
@@ -76,6 +77,7 @@ def sweep_cmd(
     card, quant = model_and_quant(st, model, quant)
     hwc = st.hardware(hw)
     choice = runtime_choice(st, runtime)
+    card = runtime_card(card, choice)
     levels = int_list("--concurrency", concurrency)
     wl = make_workload(prompt_tokens=tokens("--prompt", prompt), output_tokens=tokens("--output", output),
                        quant=quant, kv_quant=kv_default(choice, kv_quant), **parallel_layout(choice, gpus, pp),
@@ -186,6 +188,7 @@ def compare_cmd(
     if not specs or not hws:
         raise RooflineError("compare needs at least one --model and one --hw")
     choice = runtime_choice(st, runtime)
+    specs = [(runtime_card(card, choice), q) for card, q in specs]
     warn_batch_beyond_runtime(choice, batch)
     runs = []
     for card, q in specs:
