@@ -173,3 +173,13 @@ def test_aliases_unique_across_cards(store):
             owner[key] = card.name
     for name in CARD_NAMES:  # an alias must not shadow another card's file name
         assert owner[name] == name
+
+
+@pytest.mark.parametrize("name,file_bytes", [
+    ("ggml-org/gpt-oss-20b-GGUF", 11.27 * 2**30),  # llama.cpp's loader: 'file size = 11.27 GiB' (Q8_0 + MXFP4)
+    ("ggml-org/gpt-oss-120b-GGUF", 59.02 * 2**30),
+    ("google/gemma-3-27b-it-qat-q4_0-gguf", 17.2e9),  # its F16 embedding table is 2.8 of the 17.2 GB
+])
+def test_published_checkpoints_weigh_what_their_files_do(name, file_bytes):
+    card, formats = CardStore().model_and_format(name)
+    assert sum(params.weight_bytes(card, formats).values()) == pytest.approx(file_bytes, rel=0.015)
