@@ -320,6 +320,12 @@ CAUSES = """## Systematic causes found in the residuals
   (`fit_runtimes.py --write-only`, the amd-cpu block only), the 41 CPU rows held out alone read as before: prefill
   31.0% / 212.2% / +23.7% (30.9% / 197.0% / +23.7% with the ramp; every row a 512- or 2048-token prompt, where the
   ramp had cost 11%), decode 4.0%.
+- **Sliding windows a runtime keeps whole** (`windows_ignored`, by model family and version). llama.cpp's `llama`
+  and `phi3` architectures load no window (its `phi3` loader prints 'Phi SWA is currently disabled'), so under
+  llama.cpp and Ollama Mistral-7B-v0.1 and Phi-3 cache and attend every token: 4 GiB of KV for Mistral-7B-v0.1 at
+  32k tokens where vLLM holds its 4,096-token window (512 MiB), and 1.5 GiB for Phi-3-mini at 4k (768 MiB windowed).
+  Every llama.cpp build before b5490 (PR #13194, May 2025) did so for Gemma 2/3 and gpt-oss too (Gemma 2 9B at 8k:
+  2,688 MiB, 2,016 MiB windowed). No published row changes: each one's context is within its model's window.
 - **Single-request latency of the CUDA-graph runtimes** (rows T001-T030, `extra/trtllm-vllm-latency.md`). vLLM at one
   request in flight: 0.6.3 on an A100 (Qwen2.5 0.5B-72B) predicted -5% to +24%; V1 builds (2025-2026) on a GH200,
   RTX 4090 and RTX 5090 18-59% slow in TPOT, the 13.2 us generic launch cost against graphs replayed with little host
