@@ -14,13 +14,15 @@ MIB = 2**20
 
 
 def _fits(capsys, model: str, runtime: str | None, context: int) -> dict:
-    args = ("fits", "--model", model, "--hw", "rtx-4090", "--context", context, "--json")
+    hw = "apple-m2-ultra" if runtime == "mlx" else "rtx-4090"
+    args = ("fits", "--model", model, "--hw", hw, "--context", context, "--json")
     return json.loads(ok(cli(capsys, *args, *(("--runtime", runtime) if runtime else ()))))
 
 
 @pytest.mark.parametrize("model,runtime,context,kv_mib", [
     ("mistral-7b", "llama.cpp", 32768, 4096),   # 32 layers x 8 KV heads x 128 x 2 x 2 B = 128 KiB a token, all kept
     ("mistral-7b", "ollama", 32768, 4096),
+    ("mistral-7b", "mlx", 32768, 4096),         # mlx-lm's llama.py: no layer_types in the config, no window
     ("mistral-7b", "vllm", 32768, 512),         # the 4,096-token window (vLLM's KV in bf16, 2 bytes as f16)
     ("mistral-7b", None, 32768, 512),
     ("phi-3-mini", "llama.cpp", 4096, 1536),    # 32 layers x 32 x 96 x 2 x 2 B = 384 KiB a token; window 2,047
