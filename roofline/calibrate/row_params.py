@@ -52,7 +52,7 @@ def fit_rows(rows: list[dict], store: CardStore) -> list[FitRow]:
         if pred is None or pred.predicted is None:
             continue
         card, hw, _ = cards_of(row, store)
-        scope = f"{hw.vendor.lower()}-{hw.kind}"
+        scope = f"{hw.vendor.lower()}-{hw.scope_kind}"
         param = _param(row, scope in choice.profile.shared_gemm_kernel, card)
         fitted = param == "memory" or not marlin_prompt(row, param)
         if fitted and param != "memory" and narrow_expert_gemms(row, card, hw, choice):

@@ -96,6 +96,9 @@ class HardwareCard(Strict):
     aliases: list[str] = []
     vendor: str
     kind: Literal["gpu", "soc", "cpu", "accelerator"]
+    # the kind whose efficiency defaults and runtime-profile scopes apply where the card's kernels are another kind's
+    # (the MI300A is a unified-memory APU whose GPU runs the MI300X's CDNA 3 kernels); None: `kind`; needs a source
+    efficiency_kind: Literal["gpu", "soc", "cpu", "accelerator"] | None = None
     description: str = ""
     memory: Memory
     peak_flops: PeakFlops
@@ -132,10 +135,17 @@ class HardwareCard(Strict):
         for key in ("memory.capacity", "memory.bandwidth", "peak_flops"):
             if not any(s == key or s.startswith(key + ".") for s in self.sources):
                 raise ValueError(f"sources must say where '{key}' comes from")
+        if self.efficiency_kind and "efficiency_kind" not in self.sources:
+            raise ValueError("sources must say whose kernels make the card's 'efficiency_kind'")
         if self.compute_capability and "compute_capability" not in self.sources:
             # it decides which runtimes may run on the card, so it needs a citation like every figure
             raise ValueError("sources must say where 'compute_capability' comes from")
         return self
+
+    @property
+    def scope_kind(self) -> str:
+        """The kind the card's efficiencies are scoped by: `efficiency_kind`, else `kind`."""
+        return self.efficiency_kind or self.kind
 
     @property
     def supported_dtypes(self) -> frozenset[str]:
@@ -147,8 +157,9 @@ class HardwareCard(Strict):
 
 
 def default_key(hw: HardwareCard) -> str:
-    """Which default set a card starts from: Apple silicon has its own; otherwise the card's kind."""
-    return "apple" if hw.vendor.lower() == "apple" else hw.kind
+    """Which default set a card starts from: Apple silicon has its own; otherwise the card's kind (its
+    `efficiency_kind` where it has one)."""
+    return "apple" if hw.vendor.lower() == "apple" else hw.scope_kind
 
 
 def nvidia_architecture(compute_capability: str) -> str | None:

@@ -219,7 +219,7 @@ def expected_efficiency(hw: HardwareCard, runtime: RuntimeChoice | None = None) 
 def scopes(hw: HardwareCard) -> list[str]:
     """A profile's efficiency scopes that apply to `hw`, least specific first: default, kind, vendor, vendor-kind."""
     kind, vendor = default_key(hw), hw.vendor.lower()
-    return list(dict.fromkeys(["default", kind, vendor, f"{vendor}-{hw.kind}"]))
+    return list(dict.fromkeys(["default", kind, vendor, f"{vendor}-{hw.scope_kind}"]))
 
 
 def runtime_layers(hw: HardwareCard, runtime: RuntimeChoice) -> list[tuple[str, Any]]:
@@ -256,7 +256,7 @@ def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoic
         values["prefill_chunk_tokens"] = float(policy["max_num_batched_tokens"])
     source = f"runtime profile {runtime.described} on {default_key(hw)} ({hw.vendor})"
     if not any(where.startswith(("fitted.", "devices.")) for where, _ in layers):  # say what stands in for a fit
-        source += f"; nothing fitted for {hw.vendor.lower()}-{hw.kind}: {base.source}"
+        source += f"; nothing fitted for {hw.vendor.lower()}-{hw.scope_kind}: {base.source}"
     return replace(base, **values, compute_by_format=by_format, compute_quantized=quantized, kernel_dtypes=dtypes,
                    runtime=runtime.label, source=source)
 
@@ -313,7 +313,8 @@ def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: H
     vendor = hw.vendor.lower()
     # a bare vendor names its GPUs (discrete and integrated), never its CPUs or accelerators (Intel's Gaudi, Google's
     # TPU): those need their kind ('cpu') or their vendor-kind ('intel-cpu', 'intel-accelerator') in runs_on
-    targets = {hw.kind, default_key(hw), f"{vendor}-{hw.kind}"} | ({vendor} if hw.kind in ("gpu", "soc") else set())
+    targets = {hw.kind, default_key(hw), f"{vendor}-{hw.kind}", f"{vendor}-{hw.scope_kind}"} | \
+        ({vendor} if hw.kind in ("gpu", "soc") else set())
     if not targets & {t.lower() for t in prof.runs_on}:
         raise RooflineError(f"{prof.display_name} does not run on {hw.name} ({hw.vendor} {hw.kind}); it runs on "
                             f"{', '.join(prof.runs_on)}")
