@@ -262,7 +262,10 @@ CAUSES = """## Systematic causes found in the residuals
   backends: Vulkan on the A770 has no matrix cores (I023, "matrix cores: none"), so the one Intel prompt efficiency
   (0.031 of the int8 peak) follows the A770's Vulkan prompts and reads the B580's SYCL prompt 6x slow, and the Xe2
   B580 draws a larger share of its bus than the A770 under the one bandwidth fraction. (The Vulkan rows now have a
-  profile of their own, next bullet; the figures in this one are from before it.)
+  profile of their own, next bullet; the figures in this one are from before it.) The `amd-soc` values are Strix
+  Halo's (RDNA 3.5): the MI300A, an APU whose GPU is the MI300X's CDNA 3 at 5.3 TB/s, says so on its card
+  (`efficiency_kind: gpu`) and takes the discrete-GPU defaults and the `amd-gpu` values, where Strix Halo's 100 us
+  per MoE expert had put a 500-token Qwen3-30B-A3B prompt at 0.63 s under llama.cpp (0.20 s now, as on the MI300X).
 - **llama.cpp's Vulkan backend is a runtime of its own** (`runtimes/llama.cpp-vulkan.yaml`; rows whose engine text
   says "llama.cpp Vulkan": 18 prompt and 15 decode rows, 8 documents). Every kernel is a ggml-vulkan shader, and its
   prompt GEMMs reach the matrix engines only where ggml enables KHR cooperative matrices: on Intel only Xe2, only from
