@@ -336,7 +336,7 @@ def summarize(preds: list[RowPrediction]) -> dict:
             for m in sorted({p.metric for p in done}, key=_metric_order)}
 
 
-NEEDED_COLUMNS = {"id", "metric", "value", "isl", "osl", "batch"}
+NEEDED_COLUMNS = {"id", "metric", "value", "isl", "osl", "batch", "weight_quant"}
 
 
 def read_published(path: Path) -> list[dict]:

@@ -46,9 +46,29 @@ def bundled_dir() -> Path:
     return inside if (inside / "hardware").is_dir() else _PKG.parent
 
 
-def user_dir() -> Path:
-    """$ROOFLINE_HOME, default ~/.config/roofline; holds hardware/, models/ and runtimes/ like the bundled set."""
-    return Path(os.environ.get("ROOFLINE_HOME") or Path.home() / ".config" / "roofline")
+def user_dir() -> Path | None:
+    """$ROOFLINE_HOME, default ~/.config/roofline; holds hardware/, models/ and runtimes/ like the bundled set. None
+    where neither names a place: $ROOFLINE_HOME unset and $HOME unset, empty or relative (no user cards to read)."""
+    if os.environ.get("ROOFLINE_HOME"):
+        return Path(os.environ["ROOFLINE_HOME"])
+    if "HOME" in os.environ and not os.environ["HOME"].strip():
+        return None  # Path.home() would read an empty HOME as the filesystem root
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME and no password entry
+        return None
+    return home / ".config" / "roofline" if home.is_absolute() else None
+
+
+def writable_user_dir(flag: str) -> Path:
+    """The user card directory to write to, refused in one line where $HOME gives none or names no folder (a card
+    written under a relative or missing home would land outside any place the user named)."""
+    home = user_dir()
+    if home is None or not os.environ.get("ROOFLINE_HOME") and not home.parent.parent.is_dir():
+        raise RooflineError(f"no card directory to write to: $ROOFLINE_HOME is unset and $HOME "
+                            f"({os.environ.get('HOME', 'unset')!r}) is not an existing folder; set ROOFLINE_HOME to a "
+                            f"folder or give {flag}")
+    return home
 
 
 def _check_user_dir(home: Path) -> None:
@@ -87,11 +107,11 @@ class CardStore:
                                     "runtimes/)")
             if not any((Path(d) / kind).is_dir() for kind in KINDS):
                 raise RooflineError(f"--cards: {d} has none of the folders hardware/, models/, runtimes/")
-        if self.with_user_cards:
+        if self.with_user_cards and user_dir() is not None:
             _check_user_dir(user_dir())
 
     def sources(self) -> list[tuple[str, Path]]:
-        user = [("user", user_dir())] if self.with_user_cards else []
+        user = [("user", user_dir())] if self.with_user_cards and user_dir() is not None else []
         return [("bundled", bundled_dir())] + user + [("cards", Path(d)) for d in self.extra_dirs]
 
     def _entries(self, kind: str) -> dict[str, _Entry]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from typing import Annotated, Optional
@@ -9,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from roofline import __version__
+from roofline.cli.output import flush_held_warnings
 from roofline.errors import RooflineError
 
 # name -> (module under roofline.cli, attribute, kind, help): the app registers only the command being run (typer
@@ -92,6 +94,15 @@ def _user_error(message: str, debug: bool) -> None:
     sys.exit(2)
 
 
+def _internal_error(err: Exception, debug: bool) -> None:
+    """A bug: one line and exit 1, the traceback behind --debug."""
+    if debug:
+        raise err
+    sys.stderr.write(f"internal error: {type(err).__name__}: {_one_line(str(err))} (re-run with --debug for the "
+                     "traceback)\n")
+    sys.exit(1)
+
+
 INTERRUPTED = 130  # the shell's exit status for SIGINT (128 + 2)
 
 
@@ -108,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:  # pragma: no cover - older typer
         from click import exceptions as click
 
+    flush_held_warnings(False)  # none left from an earlier run in this process
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]
@@ -115,16 +127,29 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app = build_app(first if first in COMMANDS else None)
         code = app(args=args, prog_name="roofline", standalone_mode=False)
+        sys.stdout.flush()  # a full disk or closed pipe shows here, inside the handlers, not at exit
+        flush_held_warnings(not code)
+    except BrokenPipeError:  # `roofline ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
     except RooflineError as err:
         _user_error(str(err), debug)
     except PermissionError as err:  # a path the user named that the OS will not let us read or write
         _user_error(f"{err.filename or 'a file'}: permission denied; check its permissions or choose another path",
                     debug)
     except OSError as err:  # a path the OS refuses (a name over 255 bytes, a loop of links): the path and why
-        if err.filename is None:
-            raise
+        if err.filename is None:  # standard output refused (a full disk, /dev/full)
+            _user_error(f"cannot write the output: {(err.strerror or 'refused').lower()}; redirect it to a place "
+                        "with room", debug)
         _user_error(f"{_short(str(err.filename))}: {(err.strerror or 'unusable').lower()}; choose another path",
                     debug)
+    except UnicodeEncodeError:  # a terminal whose encoding cannot show the tables' characters
+        _user_error(f"the output's characters cannot be written in {sys.stdout.encoding}; set PYTHONIOENCODING=utf-8 "
+                    "(or a UTF-8 locale) or use --json", debug)
+    except RuntimeError as err:
+        if not str(err).startswith("Symlink loop"):  # pathlib's resolve() on a loop of links
+            _internal_error(err, debug)
+        _user_error(f"{_short(str(err).split(' from ', 1)[-1])}: a loop of symbolic links; choose another path", debug)
     except click.NoArgsIsHelpError as err:  # `roofline hw`: the group's help, as a user asked
         sys.stdout.write(err.ctx.get_help() + "\n")
         sys.exit(0)
@@ -142,11 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write("interrupted\n")
         sys.exit(INTERRUPTED)
     except Exception as err:  # a bug: say so briefly, keep the traceback behind --debug
-        if debug:
-            raise
-        sys.stderr.write(f"internal error: {type(err).__name__}: {_one_line(str(err))} (re-run with --debug for the "
-                         "traceback)\n")
-        sys.exit(1)
+        _internal_error(err, debug)
     if code == INTERRUPTED:  # typer turns Ctrl-C into this exit code before our handlers see it
         sys.stderr.write("interrupted\n")
     if isinstance(code, int) and code:

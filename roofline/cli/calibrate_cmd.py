@@ -11,7 +11,7 @@ from roofline.calibrate.grids import grid_spec
 from roofline.calibrate.quality import should_write, versus_existing
 from roofline.cards.files import check_output_dir
 from roofline.cards.card_file import read_yaml
-from roofline.cards.store import user_dir
+from roofline.cards.store import user_dir, writable_user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, store
 from roofline.cli.output import Column, console, emit, table
 from roofline.engine import check_dtype
@@ -62,7 +62,7 @@ def calibrate_cmd(
         profile = engine_profile(st.get("runtimes", ENGINE_RUNTIME), data)  # --runtime roofline-engine
         profile_path = write_card_atomic(home, profile, kind="runtimes")
     result = {"card": data["name"], "path": str(path) if path else None, "written": write, "note": note,
-              "cards_option": None if out is None or Path(out).resolve() == user_dir().resolve() else out,
+              "cards_option": None if out is None or _is_user_dir(out) else out,
               "runtime_profile": str(profile_path) if profile_path else None,
               "quality": {"verdict": quality.verdict, "reasons": quality.reasons,
                           "held_out_median_pct": quality.held_out_median_pct,
@@ -85,6 +85,8 @@ def _grid_name(quick: bool, grid: str | None) -> str:
     grid is refused, both before measuring."""
     if quick and grid is not None and grid != "quick":
         raise RooflineError(f"--quick is --grid quick; give --grid {grid} or --quick, not both")
+    if grid is not None and not grid.strip():
+        raise RooflineError("--grid: empty; name a grid (quick, full, smoke) or leave --grid out for full")
     name = grid or ("quick" if quick else "full")
     grid_spec(name)
     return name
@@ -111,12 +113,17 @@ def _existing(target: Path) -> dict | None:
         return None
 
 
+def _is_user_dir(out: str) -> bool:
+    home = user_dir()
+    return home is not None and Path(out).resolve() == home.resolve()
+
+
 def _card_home(out: str | None) -> Path:
     """The card directory calibrate writes to: --out (text, not Path: Path('') is the working directory, refused) or
     $ROOFLINE_HOME."""
     if out is not None and not out.strip():
         raise RooflineError("--out: empty path; give the card directory to write, or leave --out out ($ROOFLINE_HOME)")
-    return Path(out) if out is not None else user_dir()
+    return Path(out) if out is not None else writable_user_dir("--out")
 
 
 def _render(r: dict):

@@ -11,7 +11,7 @@ from roofline.cards.files import check_output_file
 from roofline.cards.runtime_windows import as_run
 from roofline.cards.store import CardStore
 from roofline.cards.units import DECIMAL_COMMA_HINT, QuantityError, parse_tokens
-from roofline.cli.output import warn
+from roofline.cli.output import warn, warn_on_success
 from roofline.errors import RooflineError, UnknownNameError
 from roofline.importers import open_store
 from roofline.importers.checkpoint import assumed_notes
@@ -214,10 +214,11 @@ def model_and_quant(st: CardStore, name: str, quant: Optional[str]):
     from roofline.sizing.params import check_quant_components, parse_quant
 
     card, tagged = st.model_and_format(name)
-    if Path(name).expanduser().exists():  # read from a file: what the importer assumed is said, not buried
+    if Path(name).expanduser().exists() and Path(name).suffix.lower() not in (".yaml", ".yml"):
+        # imported from a config.json, GGUF or checkpoint: what the importer assumed is said, not buried
         notes = assumed_notes(card.notes)
         if notes:
-            warn(f"{card.name}: {notes}")
+            warn_on_success(f"{card.name}: {notes}")
     if quant is not None and tagged is not None and parse_quant(quant) != parse_quant(tagged):
         raise RooflineError(f"--model {name!r} names the format {tagged} and --quant says {quant}; give one")
     quant = quant if quant is not None else tagged

@@ -9,7 +9,7 @@ import typer
 
 from roofline.cards.files import check_output_dir, write_atomic
 from roofline.cards.model import ModelCard
-from roofline.cards.store import CardStore, card_to_yaml, names_of, user_dir
+from roofline.cards.store import CardStore, card_to_yaml, names_of, writable_user_dir
 from roofline.cli.common import CardsOpt, JsonOpt, billions, gb, store
 from roofline.cli.output import Column, emit, table, warn
 from roofline.errors import RooflineError
@@ -143,7 +143,7 @@ def import_(path: Annotated[Path, typer.Argument(help="A config.json, a .gguf fi
         card_name(name)  # before anything is read or written
     if out_dir is not None and not out_dir.strip():  # '' would be the current directory
         raise RooflineError("--to: empty path; name a card directory, or drop --to for $ROOFLINE_HOME")
-    directory = check_output_dir((Path(out_dir) if out_dir else user_dir()) / "models", "--to")
+    directory = check_output_dir((Path(out_dir) if out_dir else writable_user_dir("--to")) / "models", "--to")
     card = import_model(path, name=name)
     target = directory / f"{card.name}.yaml"
     if (target.exists() or target.is_symlink()) and not force:

@@ -153,6 +153,20 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {plain(message)}\n")
 
 
+_HELD: list[str] = []  # warnings said once the command succeeds (an error stays the one line it is)
+
+
+def warn_on_success(message: str) -> None:
+    """A warning `flush_held_warnings` prints after the command's output; dropped if the command fails."""
+    _HELD.append(message)
+
+
+def flush_held_warnings(succeeded: bool) -> None:
+    for message in _HELD if succeeded else ():
+        warn(message)
+    _HELD.clear()
+
+
 def csv_cell(value: Any) -> Any:
     """A CSV cell a spreadsheet will not run: text starting like a formula gets a leading apostrophe; numbers
     (including negative ones) stay numbers; NaN/inf are left empty."""

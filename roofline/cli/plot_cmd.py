@@ -40,6 +40,7 @@ from roofline.cli.common import (
 from roofline.cli.output import emit
 from roofline.errors import RooflineError
 from roofline.perf.parallel import check_parallel
+from roofline.perf.request import predict
 from roofline.perf.workload import check_context, make_workload
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
@@ -78,8 +79,14 @@ def roofline_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")], qua
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
+    held, dep, _ = runtime_sizing(choice, hwc, wl, card)
+    p = predict(card, held, wl, eff=eff, dep=dep)
     data = _plots().plot_roofline(card, hwc, wl, image_path(out), eff)
-    _done(out, {"runtime": runtime_label(choice), **data}, as_json)
+    unfit = [] if p.fits_in_memory else [
+        f"does not fit: {p.memory_per_gpu_bytes / 1e9:,.1f} GB needed per GPU of {p.memory_capacity_bytes / 1e9:,.1f} "
+        "GB; the chart times it as if it did (see `roofline fits` for what does)"]
+    _done(out, {"runtime": runtime_label(choice), **data, "fits_in_memory": p.fits_in_memory,
+                "warnings": unfit + data.get("warnings", [])}, as_json)
 
 
 @app.command("sweep", help="Aggregate and per-request tok/s against concurrency, with the memory limit.")
@@ -100,7 +107,10 @@ def sweep_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")],
     eff = runtime_efficiency(choice, card, hwc, wl)
     held, dep, _ = runtime_sizing(choice, hwc, wl, card)
     data = _plots().plot_sweep(card, held, wl, int_list("--concurrency", concurrency), image_path(out), eff, dep)
-    _done(out, {"runtime": runtime_label(choice), **data}, as_json)
+    unfit = [c for c, fits in zip(data["concurrency"], data["fits"]) if not fits]
+    note = [f"{len(unfit)} of {len(data['fits'])} concurrency levels do not fit in memory, from {min(unfit)}: "
+            "drawn faded and dashed (see `roofline fits`)"] if unfit else []
+    _done(out, {"runtime": runtime_label(choice), **data, "warnings": note + data.get("warnings", [])}, as_json)
 
 
 @app.command("memory", help="Stacked memory budget against capacity, one bar per hardware card.")
@@ -121,7 +131,9 @@ def memory_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw", help="H
     sized = [runtime_sizing(choice, h, wl, card)[:2] for h in hws]
     ctx = tokens("--context", context)
     data = _plots().plot_memory(card, [h for h, _ in sized], wl, ctx, image_path(out), [d for _, d in sized])
-    _done(out, {"runtime": runtime_label(choice), "hardware": data, "warnings": beyond_context(card, ctx)}, as_json)
+    unfit = [f"does not fit on {name}" for name, bar in data.items() if not bar["fits"]]
+    _done(out, {"runtime": runtime_label(choice), "hardware": data, "warnings": beyond_context(card, ctx) + unfit},
+          as_json)
 
 
 @app.command("serve", help="A simulated serving run over time: running batch, queue and KV pool use.")

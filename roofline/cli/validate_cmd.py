@@ -112,6 +112,11 @@ def _check_engine_options(serving: bool, engine_shapes: bool, dtype: str | None,
         check_dtype(dtype)
     if engine_shapes and seed and not random_n:
         raise RooflineError("--seed sets the --random draw; add --random N or drop --seed")
+    drawn = [flag for flag in ("--model", "--batch", "--prompt", "--layers")
+             if shape_options.get(flag, SHAPE_DEFAULTS[flag]) != SHAPE_DEFAULTS[flag]]
+    if engine_shapes and random_n and drawn:
+        raise RooflineError(f"{drawn[0]}: --random N draws each shape's model, layers, batch and prompt itself; drop "
+                            f"{drawn[0]} or --random")
 
 
 def _check_one_mode(published, serving: bool, engine_shapes: bool, engine_options: dict, by_source: bool = False,

@@ -29,6 +29,7 @@ from roofline.cards.store import names_of
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import check_runtime_supports, expected_efficiency
 from roofline.perf.serving.deployment import Fleet
+from roofline.perf.serving.metrics import check_slos
 from roofline.perf.serving.policy import policy_for
 from roofline.perf.serving.run import build_fleet
 from roofline.perf.serving.simulator import ServingResult, Thrashing, simulate
@@ -213,8 +214,8 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
         check_runtime_supports(runtime, card, cfg.hw, wl.quant, wl.kv_quant)
         fleet = build_fleet(card, cfg.hw, wl, policy_for(runtime, cfg.hw, cfg.tp),
                             eff=expected_efficiency(cfg.hw, runtime))
-    except RooflineError as err:
-        return {**row, "fits": False, "why": str(err)}
+    except RooflineError as err:  # the search itself tries more GPUs and smaller formats: no advice to give
+        return {**row, "fits": False, "why": str(err).split("; use more --gpus")[0]}
     alone = alone_misses(fleet, prompt, output, slo)
     if alone:
         return {**row, "fits": True, "max_rate_per_s": 0.0, "points": 0, "why": alone}
@@ -289,9 +290,7 @@ def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | 
              advance: Callable[[], None] | None = None, weights: str | None = None) -> list[dict]:
     """Every candidate configuration's row (`weights`: one weight format only, as `candidates` takes it), searched
     in `workers` processes (default: up to 2, one per core); `advance()` is called as each is done."""
-    for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
-        if not v > 0:
-            raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
+    check_slos(slo_ttft_s, slo_itl_s)
     if target_rate is not None and not 0 < target_rate <= MAX_TARGET_RATE:
         raise RooflineError(f"--target-rate: must be a number of requests/s above 0 and at most {MAX_TARGET_RATE:g}, "
                             f"got {target_rate}")

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from roofline.errors import RooflineError
+
 LOW_S, HIGH_S = 1e-7, 1e6  # histogram range: 0.1 us .. 11.6 days (values outside land in the end bins)
 BIN_RATIO = 1.005  # each bin 0.5% wide: a percentile is read within 0.25% of the sample
 NBINS = int(math.ceil(math.log(HIGH_S / LOW_S) / math.log(BIN_RATIO)))
@@ -78,6 +80,17 @@ class Histogram:
 
 class SloMissed(Exception):
     """More requests missed the SLO than `Collector.abort_after_misses`: the load point has failed, stop early."""
+
+
+MAX_SLO_S = 86_400.0  # a day: an objective beyond it constrains no LLM request (leave the SLO out instead)
+
+
+def check_slos(ttft_s: float | None, itl_s: float | None) -> None:
+    """One line for an SLO that is not a finite number of seconds above 0 and at most a day (None: not given)."""
+    for name, v in (("--slo-ttft", ttft_s), ("--slo-itl", itl_s)):
+        if v is not None and not 0 < v <= MAX_SLO_S:
+            raise RooflineError(f"{name}: must be a number of seconds above 0 and at most {MAX_SLO_S:,.0f} (a day), "
+                                f"got {v}")
 
 
 @dataclass

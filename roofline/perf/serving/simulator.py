@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from roofline.engine.core.sequence import Sequence
 from roofline.errors import RooflineError
 from roofline.perf.serving.deployment import Fleet, Router
-from roofline.perf.serving.metrics import Collector, SloMissed
+from roofline.perf.serving.metrics import Collector, SloMissed, check_slos
 from roofline.perf.serving.replica import Replica, TokenSpace, new_sequence
 from roofline.perf.serving.workload import Request
 
@@ -212,9 +212,7 @@ def simulate(fleet: Fleet, arrivals: Iterable[Request] | None = None, closed: Cl
     """Serve an open-loop/trace request stream (`arrivals`, sorted by time) or a closed loop of clients.
     `shared_prefixes` False: the stream's prompts share no tokens (no request names a prefix), so the prefix
     cache is skipped; True is always right, False only faster."""
-    for name, v in (("--slo-ttft", slo_ttft_s), ("--slo-itl", slo_itl_s)):
-        if v is not None and not v > 0:
-            raise RooflineError(f"{name}: must be > 0 seconds, got {v}")
+    check_slos(slo_ttft_s, slo_itl_s)
     metrics = Collector(slo_ttft_s, slo_itl_s, warmup_s, abort_after_misses)
     sim = Simulation(fleet, metrics, fast_forward, shared_prefixes, advance)
     try:
