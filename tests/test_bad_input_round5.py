@@ -106,3 +106,9 @@ def test_a_plot_of_a_setup_that_does_not_fit_says_so(args, needle, tmp_path, cap
 def test_an_objective_is_a_finite_number_of_seconds(cmd, slo, capsys):
     load = ("--concurrency", "2", "--requests", "4", "--slo-itl", "0.05") if cmd == "serve" else ("--slo-itl", "0.05")
     refused(cli(capsys, cmd, "-m", "llama-3.1-8b", "--hw", "h100", *load, "--slo-ttft", slo), "--slo-ttft")
+
+
+@pytest.mark.parametrize("args", [("engine", "run", "-m", "llama-3.2-1b"), ("calibrate",),
+                                  ("validate", "--engine-shapes")])
+def test_an_empty_hardware_name_is_not_this_machine(args, capsys):
+    refused(cli(capsys, *args, "--hw", ""), "--hw", "empty")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import traceback
@@ -103,6 +104,7 @@ def _internal_error(err: Exception, debug: bool) -> None:
     sys.exit(1)
 
 
+OUTPUT_REFUSED = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}  # a write's errors that are the disk's
 INTERRUPTED = 130  # the shell's exit status for SIGINT (128 + 2)
 
 
@@ -138,9 +140,10 @@ def main(argv: list[str] | None = None) -> None:
         _user_error(f"{err.filename or 'a file'}: permission denied; check its permissions or choose another path",
                     debug)
     except OSError as err:  # a path the OS refuses (a name over 255 bytes, a loop of links): the path and why
-        if err.filename is None:  # standard output refused (a full disk, /dev/full)
-            _user_error(f"cannot write the output: {(err.strerror or 'refused').lower()}; redirect it to a place "
-                        "with room", debug)
+        if err.filename is None and err.errno in OUTPUT_REFUSED:  # standard output on a full disk, /dev/full
+            _user_error(f"cannot write the output: {err.strerror.lower()}; redirect it to a place with room", debug)
+        if err.filename is None:  # not a path the user named: a bug
+            _internal_error(err, debug)
         _user_error(f"{_short(str(err.filename))}: {(err.strerror or 'unusable').lower()}; choose another path",
                     debug)
     except UnicodeEncodeError:  # a terminal whose encoding cannot show the tables' characters

@@ -12,7 +12,7 @@ from roofline.calibrate.quality import should_write, versus_existing
 from roofline.cards.files import check_output_dir
 from roofline.cards.card_file import read_yaml
 from roofline.cards.store import user_dir, writable_user_dir
-from roofline.cli.common import CardsOpt, JsonOpt, store
+from roofline.cli.common import CardsOpt, JsonOpt, host_card_name, store
 from roofline.cli.output import Column, console, emit, table
 from roofline.engine import check_dtype
 from roofline.errors import RooflineError
@@ -39,6 +39,8 @@ def calibrate_cmd(
     from roofline.calibrate.device_run import Progress, calibrate
 
     check_dtype(dtype)
+    if hw is not None:
+        host_card_name(hw)  # an empty --hw is refused, not read as this machine
     grid = _grid_name(quick, grid)
     home = _card_home(out)
     directory = _writable_card_dirs(home)  # before minutes of measuring

@@ -202,6 +202,13 @@ def runtime_label(choice: RuntimeChoice | None) -> str:
     return "generic" if choice is None else choice.label
 
 
+def host_card_name(hw: str | None, default: str = "host") -> str:
+    """--hw of the commands that run here: a card name, else (left out) this machine; an empty one is refused."""
+    if hw is not None and not hw.strip():
+        raise RooflineError("--hw: empty; name a hardware card, or leave --hw out for this machine")
+    return hw or default
+
+
 def store(cards: Optional[list[str]]) -> CardStore:
     return open_store(list(cards or []))
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from roofline.calibrate.calibration import engine_quant
-from roofline.cli.common import CardsOpt, JsonOpt, TokOpt, fmt_rate, fmt_s, store, tokens
+from roofline.cli.common import CardsOpt, JsonOpt, TokOpt, fmt_rate, fmt_s, host_card_name, store, tokens
 from roofline.cli.output import Column, emit, progress, table
 from roofline.engine import check_dtype, load
 from roofline.errors import RooflineError
@@ -54,7 +54,7 @@ def run(model: Annotated[str, typer.Option("--model", "-m", help="Model card.")]
     except EngineError as err:
         raise RooflineError(str(err)) from None
     measured = {k: full[k] for k in KEYS}
-    hwc = st.hardware(hw or ("host" if device == "cpu" else dev.name(device)))
+    hwc = st.hardware(host_card_name(hw, "host" if device == "cpu" else dev.name(device)))
     wl = make_workload(prompt_tokens=p, output_tokens=o, batch=batch, quant=engine_quant(dtype, weights),
                        kv_quant=dtype, tp=tp)
     pred, note = _predict(card, hwc, wl)
@@ -94,6 +94,7 @@ def pool_bytes(card, tokens_per_sequence: int, batch: int, dtype: str) -> float:
 
 def _checked_run(st, model: str, layers, vocab, prompt: str, output: str, batch: int, tp: int, dtype: str, hw):
     """(the card cut to --layers/--vocab, prompt tokens, output tokens), every option checked before torch loads."""
+    host_card_name(hw)  # an empty --hw is refused before minutes of running
     full_card = st.model(model)
     if vocab is not None and vocab > full_card.architecture.vocab_size:
         raise RooflineError(f"--vocab {vocab:,}: more than {full_card.name}'s {full_card.architecture.vocab_size:,} "

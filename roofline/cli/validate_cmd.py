@@ -19,7 +19,8 @@ from roofline.calibrate.validation import (
     summarize_families,
     summarize_points,
 )
-from roofline.cli.common import CardsOpt, JsonOpt, image_path, int_list, name_list, nonempty_path, store
+from roofline.cli.common import (CardsOpt, JsonOpt, host_card_name, image_path, int_list, name_list, nonempty_path,
+                                  store)
 from roofline.cli.output import Column, emit, progress, table
 from roofline.engine import check_dtype, load
 from roofline.errors import RooflineError
@@ -142,7 +143,7 @@ def _engine_shapes(st, hw: str | None, device: str, dtype: str | None, spec: dic
                    out: Path | None, as_json: bool) -> None:
     """Serve the chosen (or randomly drawn) shapes in the engine, predict them, report the error per metric and
     per layer family."""
-    card = st.hardware(hw or "host")
+    card = st.hardware(host_card_name(hw))
     dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
     if random_n:
         shapes = random_shapes(st, random_n, seed, spec["vocab"], dtype)
@@ -262,7 +263,7 @@ def _serving(st, hw: str | None, device: str, dtype: str | None, as_json: bool) 
     device = load().resolve_device(device)  # a clear line when torch is missing or the device is not there
     from roofline.calibrate.serving_validation import serving_validation, spec_for
 
-    card = st.hardware(hw or "host")
+    card = st.hardware(host_card_name(hw))
     dtype = dtype or (card.calibration or {}).get("dtype", "fp32")
     spec = spec_for(device)
     with progress("serving the traces in the engine, then simulating them", None):
