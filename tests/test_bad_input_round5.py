@@ -102,7 +102,7 @@ def test_a_plot_of_a_setup_that_does_not_fit_says_so(args, needle, tmp_path, cap
 
 
 @pytest.mark.parametrize("cmd", ["serve", "capacity"])
-@pytest.mark.parametrize("slo", ["inf", "1e400", "nan", "86401"])
+@pytest.mark.parametrize("slo", ["inf", "1e400", "nan", "-inf"])
 def test_an_objective_is_a_finite_number_of_seconds(cmd, slo, capsys):
     load = ("--concurrency", "2", "--requests", "4", "--slo-itl", "0.05") if cmd == "serve" else ("--slo-itl", "0.05")
     refused(cli(capsys, cmd, "-m", "llama-3.1-8b", "--hw", "h100", *load, "--slo-ttft", slo), "--slo-ttft")
