@@ -112,3 +112,11 @@ def test_an_objective_is_a_finite_number_of_seconds(cmd, slo, capsys):
                                   ("validate", "--engine-shapes")])
 def test_an_empty_hardware_name_is_not_this_machine(args, capsys):
     refused(cli(capsys, *args, "--hw", ""), "--hw", "empty")
+
+
+@pytest.mark.parametrize("sep", ["\t", ";"])
+def test_a_trace_with_another_separator_is_told_to_use_commas(sep, tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    rows = [("arrival_s", "prompt_tokens", "output_tokens"), ("0", "100", "10")]
+    path.write_text("".join(sep.join(row) + "\n" for row in rows))
+    refused(cli(capsys, "serve", "-m", "llama-3.1-8b", "--hw", "h100", "--trace", path), "commas")

@@ -245,6 +245,8 @@ def _csv_rows(f, path: Path) -> Iterator[tuple[int, dict]]:
     missing = [k for k in TRACE_FIELDS if k not in header]
     if len(set(header)) < len(header):
         _bad_header(path, "names a column twice")
+    if len(header) == 1 and any(sep in header[0] for sep in "\t;| "):
+        _bad_header(path, "is one column: separate the columns with commas")
     unknown = [h for h in header if h not in (*TRACE_FIELDS, *PREFIX_FIELDS)]
     if unknown:
         _bad_header(path, f"has a column roofline does not read, {unknown[0][:40]!r}")
@@ -254,7 +256,8 @@ def _csv_rows(f, path: Path) -> Iterator[tuple[int, dict]]:
         if not row or not any(c.strip() for c in row):
             continue
         if len(row) != len(header):
-            raise RooflineError(f"--trace {path}, line {line}: {len(row)} fields, the header has {len(header)}")
+            raise RooflineError(f"--trace {path}, line {line}: {len(row)} field{'s' * (len(row) != 1)}, the header has "
+                                f"{len(header)}; separate the columns with commas")
         rows += 1
         yield line, dict(zip(header, (c.strip() for c in row)))
     if missing and not rows:  # with rows, the first names its line and the missing field
