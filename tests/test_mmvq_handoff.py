@@ -33,7 +33,7 @@ def test_a_prompt_never_prefills_sooner_as_it_grows(model, capsys):
 @pytest.mark.parametrize("runtime", ["llama.cpp", "ollama"])
 def test_ggml_cpu_has_no_kernel_switch_to_jump_at(runtime, capsys):
     """ggml-cpu runs one dot product per weight row and token at any batch (no MMVQ/MMQ pair, no tile to fill): a
-    decode step of 9 sequences costs about 9/8 of one of 8, not the several times a GPU-style GEMM ramp would make it."""
+    decode step of 9 sequences costs about 9/8 of one of 8, not the several times a GPU-style GEMM ramp makes it."""
     base = ("predict", "--runtime", runtime, "--quant", "q4_k_m", "--json", "--model", "llama-3.1-8b",
             "--hw", "threadripper-pro-5995wx", "--prompt", 500, "--output", 200)
     itl = {b: json.loads(ok(cli(capsys, *base, "--batch", b)))["itl_s"] for b in (8, 9)}

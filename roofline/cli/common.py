@@ -237,8 +237,8 @@ def runtime_card(card, choice: RuntimeChoice | None):
     """`card` as the runtime runs it (`as_run`), saying so where it keeps sliding windows whole."""
     run = as_run(card, choice)
     if run is not card:
-        warn(f"{choice.described} keeps {card.name}'s sliding windows whole (no windowed KV cache for the {card.family} "
-             "family there): those layers cache and attend over the whole context, as full attention")
+        warn(f"{choice.described} keeps {card.name}'s sliding windows whole (no windowed KV cache for the "
+             f"{card.family} family there): those layers cache and attend over the whole context, as full attention")
     return run
 
 

@@ -27,7 +27,8 @@ def bounded_int(value: object, key: str, path: object) -> int:
             or isinstance(value, float) and not math.isfinite(value) or value != int(value):
         raise CardError(path, "", f"'{key}' must be an integer, got {shown(value)}")
     if not 0 <= value < MAX_DIMENSION:
-        raise CardError(path, "", f"'{key}' = {shown(value)} is not a plausible model size (0 to {MAX_DIMENSION - 1:,})")
+        raise CardError(path, "", f"'{key}' = {shown(value)} is not a plausible model size "
+                                  f"(0 to {MAX_DIMENSION - 1:,})")
     return int(value)
 
 
