@@ -15,19 +15,16 @@ def sliding_letters(card: ModelCard) -> list[str]:
     return sorted(letter for letter in set(arch.pattern_letters()) if types[letter].mixer == "sliding")
 
 
-def windows_kept_whole(card: ModelCard, choice: RuntimeChoice | None) -> bool:
-    """Whether the runtime (None: generic, which honours every window) keeps `card`'s sliding windows whole."""
-    return choice is not None and bool(sliding_letters(card)) and \
-        choice.profile.ignores_windows(card.family, choice.version or choice.range_start)
-
-
 def as_run(card: ModelCard, choice: RuntimeChoice | None) -> ModelCard:
-    """`card` with its sliding-window layers made full attention where the runtime keeps their windows whole, else
-    `card` itself."""
-    if not windows_kept_whole(card, choice):
+    """`card` with its sliding-window layers made full attention where the runtime (None: generic, which honours
+    every window) keeps their windows whole, else `card` itself."""
+    if choice is None or not choice.profile.ignores_windows(card.family, choice.version or choice.range_start):
+        return card
+    letters = sliding_letters(card)
+    if not letters:
         return card
     arch = card.architecture
     types = {**STANDARD_LAYER_TYPES, **arch.layer_types}
-    full = {letter: types[letter].model_copy(update={"mixer": "full"}) for letter in sliding_letters(card)}
+    full = {letter: types[letter].model_copy(update={"mixer": "full"}) for letter in letters}
     arch = arch.model_copy(update={"layer_types": {**arch.layer_types, **full}})
     return card.model_copy(update={"architecture": arch})

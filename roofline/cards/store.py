@@ -107,11 +107,13 @@ class CardStore:
                                     "runtimes/)")
             if not any((Path(d) / kind).is_dir() for kind in KINDS):
                 raise RooflineError(f"--cards: {d} has none of the folders hardware/, models/, runtimes/")
-        if self.with_user_cards and user_dir() is not None:
-            _check_user_dir(user_dir())
+        home = user_dir() if self.with_user_cards else None
+        if home is not None:
+            _check_user_dir(home)
 
     def sources(self) -> list[tuple[str, Path]]:
-        user = [("user", user_dir())] if self.with_user_cards and user_dir() is not None else []
+        home = user_dir() if self.with_user_cards else None
+        user = [("user", home)] if home is not None else []
         return [("bundled", bundled_dir())] + user + [("cards", Path(d)) for d in self.extra_dirs]
 
     def _entries(self, kind: str) -> dict[str, _Entry]:

@@ -104,6 +104,25 @@ def _internal_error(err: Exception, debug: bool) -> None:
     sys.exit(1)
 
 
+def _refused_by_the_system(err: Exception, debug: bool) -> None:
+    """A path or an output the OS refuses, as one line naming it and what to do; anything else of these types is a
+    bug (pathlib raises RuntimeError for a loop of links, other RuntimeErrors are ours)."""
+    if isinstance(err, PermissionError):  # a path the user named that the OS will not let us read or write
+        _user_error(f"{err.filename or 'a file'}: permission denied; check its permissions or choose another path",
+                    debug)
+    if isinstance(err, UnicodeEncodeError):  # a terminal whose encoding cannot show the tables' characters
+        _user_error(f"the output's characters cannot be written in {sys.stdout.encoding}; set PYTHONIOENCODING=utf-8 "
+                    "(or a UTF-8 locale) or use --json", debug)
+    if isinstance(err, RuntimeError) and str(err).startswith("Symlink loop"):
+        _user_error(f"{_short(str(err).split(' from ', 1)[-1])}: a loop of symbolic links; choose another path", debug)
+    if isinstance(err, OSError) and err.filename is not None:  # a name over 255 bytes, a missing folder: the path
+        _user_error(f"{_short(str(err.filename))}: {(err.strerror or 'unusable').lower()}; choose another path",
+                    debug)
+    if isinstance(err, OSError) and err.errno in OUTPUT_REFUSED:  # standard output on a full disk, /dev/full
+        _user_error(f"cannot write the output: {err.strerror.lower()}; redirect it to a place with room", debug)
+    _internal_error(err, debug)
+
+
 OUTPUT_REFUSED = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}  # a write's errors that are the disk's
 INTERRUPTED = 130  # the shell's exit status for SIGINT (128 + 2)
 
@@ -136,23 +155,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except RooflineError as err:
         _user_error(str(err), debug)
-    except PermissionError as err:  # a path the user named that the OS will not let us read or write
-        _user_error(f"{err.filename or 'a file'}: permission denied; check its permissions or choose another path",
-                    debug)
-    except OSError as err:  # a path the OS refuses (a name over 255 bytes, a loop of links): the path and why
-        if err.filename is None and err.errno in OUTPUT_REFUSED:  # standard output on a full disk, /dev/full
-            _user_error(f"cannot write the output: {err.strerror.lower()}; redirect it to a place with room", debug)
-        if err.filename is None:  # not a path the user named: a bug
-            _internal_error(err, debug)
-        _user_error(f"{_short(str(err.filename))}: {(err.strerror or 'unusable').lower()}; choose another path",
-                    debug)
-    except UnicodeEncodeError:  # a terminal whose encoding cannot show the tables' characters
-        _user_error(f"the output's characters cannot be written in {sys.stdout.encoding}; set PYTHONIOENCODING=utf-8 "
-                    "(or a UTF-8 locale) or use --json", debug)
-    except RuntimeError as err:
-        if not str(err).startswith("Symlink loop"):  # pathlib's resolve() on a loop of links
-            _internal_error(err, debug)
-        _user_error(f"{_short(str(err).split(' from ', 1)[-1])}: a loop of symbolic links; choose another path", debug)
+    except (OSError, UnicodeEncodeError, RuntimeError) as err:
+        _refused_by_the_system(err, debug)
     except click.NoArgsIsHelpError as err:  # `roofline hw`: the group's help, as a user asked
         sys.stdout.write(err.ctx.get_help() + "\n")
         sys.exit(0)

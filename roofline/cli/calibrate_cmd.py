@@ -38,15 +38,8 @@ def calibrate_cmd(
     from roofline.calibrate.calibration import ENGINE_RUNTIME, engine_profile, write_card_atomic
     from roofline.calibrate.device_run import Progress, calibrate
 
-    check_dtype(dtype)
-    if hw is not None:
-        host_card_name(hw)  # an empty --hw is refused, not read as this machine
-    grid = _grid_name(quick, grid)
-    home = _card_home(out)
-    directory = _writable_card_dirs(home)  # before minutes of measuring
+    grid, home, directory = _checked_options(dtype, hw, quick, grid, out, tp)
     st = store(cards)
-    if tp < 1:
-        raise RooflineError(f"--tp: must be at least 1, got {tp}")
 
     err = console(stderr=True)
     with Bar(transient=True, console=err, disable=not err.is_terminal) as bar:  # stdout stays the report or --json
@@ -80,6 +73,18 @@ def calibrate_cmd(
     emit(result, as_json, lambda: _render(result))
     if not write:
         raise RooflineError(f"calibrate: {note}")
+
+
+def _checked_options(dtype: str | None, hw: str | None, quick: bool, grid: str | None, out: str | None,
+                     tp: int) -> tuple[str, Path, Path]:
+    """(the grid, the card home, its card directory), every option checked before minutes of measuring."""
+    check_dtype(dtype)
+    host_card_name(hw)  # an empty --hw is refused, not read as this machine
+    if tp < 1:
+        raise RooflineError(f"--tp: must be at least 1, got {tp}")
+    grid = _grid_name(quick, grid)
+    home = _card_home(out)
+    return grid, home, _writable_card_dirs(home)
 
 
 def _grid_name(quick: bool, grid: str | None) -> str:

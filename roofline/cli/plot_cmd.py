@@ -40,8 +40,8 @@ from roofline.cli.common import (
 from roofline.cli.output import emit
 from roofline.errors import RooflineError
 from roofline.perf.parallel import check_parallel
-from roofline.perf.request import predict
 from roofline.perf.workload import check_context, make_workload
+from roofline.sizing.memory import memory_budget
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 OutOpt = Annotated[Path, typer.Option("--output-file", "-o", help="Image file: .png, .svg or .pdf.",
@@ -80,12 +80,12 @@ def roofline_plot(model: ModelOpt, hw: Annotated[str, typer.Option("--hw")], qua
     check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
     held, dep, _ = runtime_sizing(choice, hwc, wl, card)
-    p = predict(card, held, wl, eff=eff, dep=dep)
+    b = memory_budget(card, held, wl.quant, wl.kv_quant, wl.tokens_held, wl.batch, dep)
     data = _plots().plot_roofline(card, hwc, wl, image_path(out), eff)
-    unfit = [] if p.fits_in_memory else [
-        f"does not fit: {p.memory_per_gpu_bytes / 1e9:,.1f} GB needed per GPU of {p.memory_capacity_bytes / 1e9:,.1f} "
-        "GB; the chart times it as if it did (see `roofline fits` for what does)"]
-    _done(out, {"runtime": runtime_label(choice), **data, "fits_in_memory": p.fits_in_memory,
+    unfit = [] if b.fits else [
+        f"does not fit: {b.total_bytes / 1e9:,.1f} GB needed per GPU of {b.capacity_bytes / 1e9:,.1f} GB; the chart "
+        "times it as if it did (see `roofline fits` for what does)"]
+    _done(out, {"runtime": runtime_label(choice), **data, "fits_in_memory": bool(b.fits),
                 "warnings": unfit + data.get("warnings", [])}, as_json)
 
 

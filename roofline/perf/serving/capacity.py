@@ -31,6 +31,7 @@ from roofline.perf.efficiency import check_runtime_supports, expected_efficiency
 from roofline.perf.serving.deployment import Fleet
 from roofline.perf.serving.metrics import check_slos
 from roofline.perf.serving.policy import policy_for
+from roofline.perf.serving.replica import MORE_MEMORY
 from roofline.perf.serving.run import build_fleet
 from roofline.perf.serving.simulator import ServingResult, Thrashing, simulate
 from roofline.perf.serving.workload import MIN_RATE_PER_S, Lengths, open_loop
@@ -215,7 +216,7 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
         fleet = build_fleet(card, cfg.hw, wl, policy_for(runtime, cfg.hw, cfg.tp),
                             eff=expected_efficiency(cfg.hw, runtime))
     except RooflineError as err:  # the search itself tries more GPUs and smaller formats: no advice to give
-        return {**row, "fits": False, "why": str(err).split("; use more --gpus")[0]}
+        return {**row, "fits": False, "why": str(err).removesuffix(MORE_MEMORY)}
     alone = alone_misses(fleet, prompt, output, slo)
     if alone:
         return {**row, "fits": True, "max_rate_per_s": 0.0, "points": 0, "why": alone}

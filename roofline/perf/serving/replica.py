@@ -27,6 +27,7 @@ from roofline.sizing.memory import Deployment, memory_budget, preallocated_bytes
 
 WAITING_CAP = 4096  # sequences a replica's scheduler holds waiting; later arrivals queue as bare requests whose
 # prompt token ids are made as they join it (a waiting Sequence with its ids takes ~3.5 KB, a bare request ~0.5)
+MORE_MEMORY = "; use more --gpus or a smaller --quant"  # serve's advice when the weights leave no KV room
 UNBOUNDED_BLOCKS = 1 << 20  # a model with no per-token KV (pure Mamba-2): blocks only count positions; also the
 # most a pool ever gets (16M tokens at vLLM's 16-token blocks, 30x an H200's pool for an 8B model)
 
@@ -58,7 +59,7 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
         raise RooflineError(f"{card.name} does not fit {hw.name} x{wl.tp * wl.pp}: weights "
                             f"{budget.weights_bytes / 1e9:,.1f} GB per GPU + activations and runtime exceed "
                             f"{util:.0%} of {hw.memory.usable_bytes / 1e9:,.1f} GB "
-                            f"({_share_source(policy)}); use more --gpus or a smaller --quant")
+                            f"({_share_source(policy)}){MORE_MEMORY}")
     if per_block <= 0:
         return UNBOUNDED_BLOCKS
     blocks = int(room // per_block)
