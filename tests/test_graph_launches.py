@@ -42,6 +42,14 @@ def test_which_steps_replay_a_graph(name, step, expected):
     assert float(launch_seconds(_card(name), step, GRAPHS)) == expected
 
 
+@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "granite-4.0-h-small"])
+def test_a_runtime_that_captures_every_layer_replays_moe_and_recurrent_decode_steps(name):
+    everything = replace(GRAPHS, graph_all_layers=True)
+    assert float(launch_seconds(_card(name), Step("decode", 1, 1, 100), everything)) == GRAPH_S
+    assert float(launch_seconds(_card(name), Step("decode", 1, 33, 100), everything)) == EAGER_S
+    assert float(launch_seconds(_card(name), Step("prefill", 64, 1, 0), everything)) == EAGER_S
+
+
 def test_no_graph_cost_means_ordinary_launches_and_arrays_split_per_step():
     card = _card("llama-3.1-8b")
     assert launch_seconds(card, Step("decode", 1, 1, 100), replace(GRAPHS, graph_kernel_overhead_s=None)) == EAGER_S
@@ -89,6 +97,14 @@ def test_the_simulator_times_decode_steps_as_the_predictor_does(batch):
     eager = StepTimer(card, HW, WL, replace(GRAPHS, graph_kernel_overhead_s=None), 2048, 64, 8192)
     mixed = ([100] * batch, [64], [0], batch + 1)
     assert timer.step_seconds(*mixed) == pytest.approx(eager.step_seconds(*mixed), rel=1e-12)
+
+
+@pytest.mark.parametrize("batch", [1, 5, 32, 40])
+def test_the_simulator_times_a_captured_moe_decode_step_as_the_predictor_does(batch):
+    card, eff = _card("qwen3-30b-a3b", 2), replace(GRAPHS, graph_all_layers=True)
+    timer = StepTimer(card, HW, WL, eff, 2048, 64, 8192)
+    want = float(timed_step(card, HW, Step("decode", 1, batch, 100), WL, eff, sequences=batch).total_s)
+    assert timer.step_seconds([100] * batch, [], [], batch) == pytest.approx(want, rel=1e-6)
 
 
 def test_the_fit_recovers_the_graph_launch_cost():

@@ -46,6 +46,16 @@ def test_row_mapping(published_rows):
     assert row_kv(rows["H093"]) == "fp8" and row_kv(rows["H033"]) == "fp16"
 
 
+def test_a_wider_format_of_a_mixed_card_names_every_weight_in_it():
+    """gpt-oss holds MXFP4 experts and BF16 elsewhere: "MXFP4" is the card as shipped, "BF16" the all-BF16 checkpoint
+    (lmsys/gpt-oss-120b-bf16, rows J002/J004), not the card's native mix."""
+    from roofline.calibrate.published import row_quant
+
+    card = CardStore().model("gpt-oss-120b")
+    assert row_quant({"weight_quant": "MXFP4 (MoE experts; other layers BF16)", "engine": "SGLang"}, card) is None
+    assert row_quant({"weight_quant": "BF16", "engine": "SGLang"}, card) == "bf16"
+
+
 @pytest.mark.parametrize("text, kv", [("q8_0 (cache-type-k/v q8_0)", "q8_0"), ("bf16 (not stated)", "bf16"),
                                       ("fp8_e4m3", "fp8"), ("auto (engine default)", "bf16"), ("", "bf16"),
                                       ("not stated", "bf16")])

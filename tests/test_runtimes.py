@@ -150,7 +150,8 @@ def test_every_profile_number_has_a_source(path):
 def test_schema_fields_match_efficiency():
     # activation_cost is measured per device by calibrate (its calibration section), not a profile's figure
     names = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "compute_quantized",
-                                                    "kernel_dtypes", "activation_cost", "flash_attention"}
+                                                    "kernel_dtypes", "activation_cost", "flash_attention",
+                                                    "graph_all_layers"}
     assert set(FRACTION_FIELDS) | set(FLOOR_FIELDS) | set(NUMBER_FIELDS) == names
     assert (set(FRACTIONS), set(FLOORS)) == (set(FRACTION_FIELDS), set(FLOOR_FIELDS))
 
@@ -342,6 +343,21 @@ def test_fitted_profiles_reproduce_quoted_training_rows(row_id, tol):
     p = predict_row(rows[row_id], st, runtime=runtime_of(rows[row_id], st))
     assert p.runtime != "generic"
     assert p.predicted == pytest.approx(p.measured, rel=tol)
+
+
+def test_sglang_replays_decode_steps_as_cuda_graphs_from_0_4_on_nvidia_gpus():
+    """The graph launch cost of benchmarks/fit_graph_launch.py (docs/graph_launch.md): SGLang 0.4+ on an NVIDIA GPU
+    replays decode steps of up to 160 sequences, MoE cards included; 0.3.0 and other vendors launch eagerly. In
+    sample, the batch-1 decode of a Qwen3-30B-A3B GPTQ on the RTX 5090 (V026, 241 tok/s) comes within 10%, where
+    eager launches put it at half (117 tok/s)."""
+    st = CardStore()
+    new, old = (expected_efficiency(st.hardware("h100-sxm"), st.runtime(r)) for r in ("sglang", "sglang@0.3.0"))
+    assert new.graph_kernel_overhead_s < new.kernel_overhead_s and new.graph_all_layers and new.graph_max_batch == 160
+    assert old.graph_kernel_overhead_s is None
+    assert expected_efficiency(st.hardware("mi300x"), st.runtime("sglang")).graph_kernel_overhead_s is None
+    row = {r["id"]: r for r in read_rows(REPO / "benchmarks/data/published_extra.csv")}["V026"]
+    p = predict_row(row, st, runtime=runtime_of(row, st))
+    assert p.predicted == pytest.approx(p.measured, rel=0.10)
 
 
 def test_llama_cpp_runs_mxfp4_prompts_on_int8_where_the_format_says_fp4():

@@ -87,13 +87,16 @@ def quant_text(text: str) -> str:
 def row_quant(row: dict, card) -> str | None:
     """The CSV's weight_quant as a roofline --quant (a `component=format,...` value passes through as written).
     ggml-org's MXFP4 GGUFs keep only the experts in MXFP4 and
-    store the rest in Q8_0 (gpt-oss-20b: 11.27 GiB file, row H006 = 19.1B x 4.25 bit + 1.8B x 8.5 bit)."""
+    store the rest in Q8_0 (gpt-oss-20b: 11.27 GiB file, row H006 = 19.1B x 4.25 bit + 1.8B x 8.5 bit).
+    A row names the card's native (mixed) formats by their most compressed one ("MXFP4" for gpt-oss, MXFP4
+    experts and BF16 elsewhere); a wider one the card also holds names a checkpoint with every weight in it
+    (gpt-oss "BF16": lmsys/gpt-oss-120b-bf16)."""
     if "=" in row["weight_quant"]:  # per-component formats as --quant takes them, where the source states them
         return row["weight_quant"].strip().lower()
     q = quant_text(row["weight_quant"])
     if q == "mxfp4" and _is_gguf(row):
         return "experts=mxfp4,default=q8_0"
-    if q in {w.lower() for w in card.weights.values()}:
+    if q == min(card.weights.values(), key=lambda w: weight_format(w).bits_per_value).lower():
         return None  # the card's native formats
     return weight_format(q).name
 

@@ -47,6 +47,7 @@ class EfficiencyOverrides(Strict):
     graph_kernel_overhead_s: float | None = Field(None, ge=0)  # per kernel in a decode step replayed as a CUDA graph
     graph_max_batch: float | None = Field(None, ge=0)  # the largest decode batch replayed as a graph
     graph_max_context: float | None = Field(None, ge=0)  # the longest sequence it holds; 0 = any
+    graph_all_layers: StrictBool | None = None  # its graphs hold MoE and recurrent layers too
     kernels_per_expert: float | None = Field(None, ge=0)
     expert_gemm_overhead_s: float | None = Field(None, ge=0)  # per touched expert per layer, matrix-matrix steps
     expert_gemv_max_tokens: float | None = Field(None, ge=1)  # step tokens up to which every expert runs mat-vec

@@ -59,6 +59,8 @@ class Efficiency:
     graph_max_batch: float = 0.0  # decode steps of up to this many sequences replay a graph (the largest bucket)
     graph_max_context: float = 0.0  # ... whose sequences hold at most this many tokens (the static block tables'
     # reach); 0: any context
+    graph_all_layers: bool = False  # the runtime's graphs hold MoE and recurrent layers too (SGLang's fused MoE and
+    # state kernels are captured); False: only the cards the micro-engine captures (request.graph_capturable)
     kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)
     expert_gemm_overhead_s: float = 0.0  # fixed time per MoE expert a step touches, per layer, when that expert's
     # GEMMs run as matrix-matrix kernels (more than `gemv_max_tokens` tokens): the per-expert tile passes that a prompt
@@ -147,7 +149,8 @@ DEFAULTS["accelerator"] = DEFAULTS["gpu"]
 
 
 _KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "compute_quantized",
-                                                 "kernel_dtypes", "activation_cost", "flash_attention"}
+                                                 "kernel_dtypes", "activation_cost", "flash_attention",
+                                                 "graph_all_layers"}
 # cards.runtime's FRACTION_FIELDS and FLOOR_FIELDS (a test keeps them equal; that module loads only with --runtime)
 FRACTIONS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "compute_fp32", "compute_bf16",
              "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")  # in (0, 1]

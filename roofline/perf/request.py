@@ -96,11 +96,16 @@ def within_graph_limits(batch: Num, context: Num, eff: Efficiency) -> Num:
     return fits & (np.asarray(context) + 1 <= eff.graph_max_context) if eff.graph_max_context else fits
 
 
+def replays_graphs(card: ModelCard, eff: Efficiency) -> bool:
+    """Whether `eff` replays the card's decode steps as CUDA graphs: a graph launch cost (a calibration's or a
+    runtime's), and a card its graphs hold (every card where the runtime captures all layers)."""
+    return eff.graph_kernel_overhead_s is not None and (eff.graph_all_layers or graph_capturable(card))
+
+
 def _may_replay(card: ModelCard, step: Step, eff: Efficiency) -> bool:
-    """A calibrated graph cost, a decode step of one token per sequence and a capturable card: the step replays a
-    graph wherever it is within the graph limits."""
-    return eff.graph_kernel_overhead_s is not None and step.phase == "decode" and np.all(np.asarray(step.n) == 1) \
-        and graph_capturable(card)
+    """A decode step of one token per sequence that `replays_graphs`: the step replays a graph wherever it is within
+    the graph limits."""
+    return step.phase == "decode" and np.all(np.asarray(step.n) == 1) and replays_graphs(card, eff)
 
 
 def launch_seconds(card: ModelCard, step: Step, eff: Efficiency) -> Num:

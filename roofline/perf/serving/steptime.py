@@ -24,7 +24,7 @@ from roofline.perf.efficiency import Efficiency
 from roofline.perf.graph_buckets import padded_batch
 from roofline.perf.ops import Op, Step, step_ops
 from roofline.perf.parallel import shard_ops
-from roofline.perf.request import CONTEXT_OPS, gpu_ops, graph_capturable, timed_step, within_graph_limits
+from roofline.perf.request import CONTEXT_OPS, gpu_ops, replays_graphs, timed_step, within_graph_limits
 from roofline.perf.timing import fixed_seconds, launches, time_ops
 from roofline.perf.workload import Workload
 from roofline.sizing.layers import resolve_layers
@@ -62,7 +62,7 @@ class StepTimer:
                  max_seqs: int, max_context: int):
         # tables at ordinary launches; a pure-decode step that replays a CUDA graph saves `_graph_saving_s`
         self.card, self.hw, self.wl, self.eff = card, hw, wl, replace(eff, graph_kernel_overhead_s=None)
-        self._graph = eff if eff.graph_kernel_overhead_s is not None and graph_capturable(card) else None
+        self._graph = eff if replays_graphs(card, eff) else None
         self._graph_saving_s = self._graph_saving(eff) if self._graph else 0.0
         self.max_tokens = max(int(max_tokens), 1)
         windows = sorted({lay.window for lay in resolve_layers(card.architecture) if lay.window})
@@ -133,8 +133,9 @@ class StepTimer:
         return t[:, 0] - slope * c[0], slope
 
     def _graph_saving(self, eff: Efficiency) -> float:
-        """Launch seconds a decode step saves when replayed as one CUDA graph (a capturable card's kernel count
-        does not depend on the batch: no MoE experts)."""
+        """Launch seconds a decode step saves when replayed as one CUDA graph (its kernel count does not depend on
+        the batch: the micro-engine captures no MoE card, and a runtime that captures MoE layers runs each expert
+        matmul as one fused kernel, `kernels_per_expert` 0, as every GPU profile does)."""
         ops = gpu_ops(self.card, self.hw, Step("decode", 1, 1, 1), self.wl)
         kernels = sum(float(launches(op, eff)) for op in ops if op.op_class != "comm")
         return kernels * (eff.kernel_overhead_s - eff.graph_kernel_overhead_s)
