@@ -91,7 +91,7 @@ def rows_of(cand: Candidate, store) -> list[Row]:
             if (hw.vendor.lower(), hw.scope_kind) != ("nvidia", "gpu"):
                 continue
             eff = replace(row_flags(r, expected_efficiency(hw, choice)), graph_kernel_overhead_s=None)
-            graph = replace(eff, graph_all_layers=True, graph_max_batch=float(cand.graph_max_batch))
+            graph = replace(eff, graph_every_decode=True, graph_max_batch=float(cand.graph_max_batch))
             preds = [predict_row(r, store, eff=e, runtime=choice).predicted
                      for e in (eff, *(replace(graph, graph_kernel_overhead_s=float(g)) for g in GRID))]
             if all(preds):

@@ -3,6 +3,7 @@ under every runtime's policy. Each case states the rule it checks."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -42,6 +43,25 @@ def test_a_per_slot_runtime_sizes_every_sequence_at_its_context(capsys):
     assert _json(capsys, "sweep", *small, "--static", "--concurrency", "1")["rows"][0]["memory_per_gpu_bytes"] == held
 
 
+@pytest.mark.parametrize("runtime, knob", [("ollama", "num_ctx"), ("llama.cpp", "-c")])
+def test_a_request_beyond_a_slot_s_default_context_is_said(runtime, knob, capsys):
+    """An 8,392-token request on a 16 GiB card, where Ollama's num_ctx and llama-server's -c give 4,096 a sequence:
+    predicted as if raised, and said once; a 1,024-token request says nothing."""
+    setup = ("-m", "llama-3.1-8b", "--hw", "rtx-4080", "--quant", "q4_k_m", "--runtime", runtime)
+    code, _, err = cli(capsys, "predict", *setup, "--prompt", "8k")
+    assert code == 0 and err.count("4,096 tokens of context by default") == 1 and f"({knob}," in err
+    assert "holds 8,392" in err
+    code, _, err = cli(capsys, "predict", *setup, "--prompt", "1k")
+    assert code == 0 and "context by default" not in err
+
+
+def test_short_by_is_the_memory_a_pool_runtime_lacks(capsys):
+    """TensorRT-LLM's pool takes 90% of what the rest leaves: the shortfall is what the device lacks, the KV's share
+    over 0.9, at least the total beyond the capacity (not 0.9 of it)."""
+    d = _json(capsys, "fits", "-m", "deepseek-v3", "--hw", "h200", "--runtime", "trtllm")
+    assert not d["fits"] and -d["headroom_bytes"] >= d["total_bytes"] - d["capacity_bytes"]
+
+
 def test_max_concurrency_is_the_most_that_fits(capsys):
     base = ("fits", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--context", "700")
     most = _json(capsys, *base)["max_concurrency"]
@@ -55,6 +75,33 @@ def test_capacity_searches_the_formats_a_gguf_runtime_loads():
                                                        st.runtime("llama.cpp"))}
     assert {("q4_k_m", "fp16"), ("q8_0", "q8_0"), ("bf16", "fp16")} <= found
     assert not any(kv == "bf16" for _, kv in found)  # fp16, its default, stands for the 16-bit cache
+
+
+@pytest.mark.parametrize("runtime, hw, formats", [
+    ("vllm", "h100-sxm", {"bf16", "fp8", "int4"}), ("sglang", "b200", {"bf16", "fp8", "nvfp4", "int4"}),
+    ("mlx", "apple-m4-max", {"bf16", "mlx_q8", "mlx_q4"}), ("trtllm", "h100-sxm", {"bf16", "fp8", "int4"})])
+def test_capacity_searches_the_4_bit_formats_each_runtime_serves(runtime, hw, formats):
+    st = CardStore()
+    found = {c.quant for c in candidates(st.model("llama-3.1-8b"), st.hardware(hw), st.runtime(runtime))}
+    assert found == formats
+
+
+def test_priced_capacity_lists_the_cheapest_configuration_first():
+    from roofline.cli.serve_cmd import render_capacity
+
+    rows = [{"hardware": h, "tp": tp, "quant": "fp8", "kv_quant": "fp8", "max_rate_per_s": rate, "concurrency": 9,
+             "output_tok_s": 900.0, "ttft_p90_s": 0.2, "tpot_p90_s": 0.03, "usd_per_m_output_tokens": usd}
+            for h, tp, rate, usd in (("b200", 1, 10.0, 1.37), ("h100-sxm", 2, 13.0, 0.83))]
+    data = {"model": "m", "runtime": "vllm", "slo_ttft_s": 2, "slo_itl_s": 0.05, "attainment": 0.9, "prompt": "1",
+            "output": "1", "target_rate_per_s": None, "configurations": rows, "prices": {},
+            "load_point": {"min_requests": 1, "min_arrival_s": 1, "warmup_share": 0.1, "overload_share": 0.05,
+                           "rate_tolerance": 0.05}}
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(next(iter(render_capacity(data, False, True))))
+    text = console.export_text()
+    assert text.index("h100-sxm") < text.index("b200")  # $0.83/M before $1.37/M, though b200 serves more per GPU
 
 
 def test_a_group_with_every_row_beyond_its_ceiling_says_so_not_nan():

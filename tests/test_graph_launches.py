@@ -42,10 +42,11 @@ def test_which_steps_replay_a_graph(name, step, expected):
     assert float(launch_seconds(_card(name), step, GRAPHS)) == expected
 
 
-@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "granite-4.0-h-small"])
-def test_a_runtime_that_captures_every_layer_replays_moe_and_recurrent_decode_steps(name):
-    everything = replace(GRAPHS, graph_all_layers=True)
+@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "granite-4.0-h-small", "llama-3.1-8b"])
+def test_a_runtime_that_captures_every_decode_step_replays_moe_recurrent_and_verify_steps(name):
+    everything = replace(GRAPHS, graph_every_decode=True)
     assert float(launch_seconds(_card(name), Step("decode", 1, 1, 100), everything)) == GRAPH_S
+    assert float(launch_seconds(_card(name), Step("decode", 4, 2, 100), everything)) == GRAPH_S  # verify k=3
     assert float(launch_seconds(_card(name), Step("decode", 1, 33, 100), everything)) == EAGER_S
     assert float(launch_seconds(_card(name), Step("prefill", 64, 1, 0), everything)) == EAGER_S
 
@@ -101,10 +102,19 @@ def test_the_simulator_times_decode_steps_as_the_predictor_does(batch):
 
 @pytest.mark.parametrize("batch", [1, 5, 32, 40])
 def test_the_simulator_times_a_captured_moe_decode_step_as_the_predictor_does(batch):
-    card, eff = _card("qwen3-30b-a3b", 2), replace(GRAPHS, graph_all_layers=True)
+    card, eff = _card("qwen3-30b-a3b", 2), replace(GRAPHS, graph_every_decode=True)
     timer = StepTimer(card, HW, WL, eff, 2048, 64, 8192)
     want = float(timed_step(card, HW, Step("decode", 1, batch, 100), WL, eff, sequences=batch).total_s)
     assert timer.step_seconds([100] * batch, [], [], batch) == pytest.approx(want, rel=1e-6)
+
+
+def test_a_replayed_verify_step_pads_its_rows_and_keeps_its_tokens_per_sequence():
+    """3 sequences verifying 3 draft tokens each replay the 4-row bucket: 16 tokens through the GEMMs, not 4."""
+    card, eff = _card("llama-3.1-8b", 2), replace(GRAPHS, graph_every_decode=True)
+    three, four = (timed_step(card, HW, Step("decode", 4, b, 100), WL, eff) for b in (3, 4))
+    assert float(three.by_op["qkv_proj"]) == pytest.approx(float(four.by_op["qkv_proj"]), rel=1e-12)
+    one_token = timed_step(card, HW, Step("decode", 1, 4, 100), WL, eff)
+    assert float(four.flops) > 3 * float(one_token.flops) / 2
 
 
 def test_the_fit_recovers_the_graph_launch_cost():

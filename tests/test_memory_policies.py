@@ -33,7 +33,7 @@ def test_fits_a_free_fraction_runtime_gives_its_pool_that_share_of_what_is_left(
     hw, card = STORE.hardware("h100-sxm"), STORE.model("llama-3.3-70b")
     policy = policy_for(choice, hw)
     blocks = kv_pool_blocks(card, hw, make_workload(quant="fp8", kv_quant=choice.profile.default_kv_format), policy)
-    tokens = blocks * policy.block_size_tokens
+    tokens = blocks * policy.sim_block_tokens
     # serve sizes activations for the runtime's whole batch (fits for one sequence): its pool is a little smaller
     assert 0.8 * share * left <= tokens * free["kv_bytes_per_token"] <= share * left * 1.001
 
@@ -67,3 +67,20 @@ def test_predict_gives_the_verdict_fits_gives_under_a_free_fraction_runtime():
     for batch, fits in ((most, True), (most + 1, False)):
         p = json.loads(run_cli("predict", *base, "--batch", str(batch), "--prompt", "8192", "--output", "128").stdout)
         assert p["fits_in_memory"] is fits and (p["memory_headroom_bytes"] >= 0) is fits
+
+
+def test_token_granular_pages_are_simulated_in_16_token_blocks_of_the_same_pool():
+    """SGLang pages one token at a time; the simulator books its pool in 16-token blocks (SIM_MIN_BLOCK_TOKENS):
+    the pool's tokens stay those of one-token pages, and serve says both block sizes."""
+    from dataclasses import replace
+
+    hw, card = STORE.hardware("h100-sxm"), STORE.model("llama-3.1-8b")
+    policy = policy_for(STORE.runtime("sglang"), hw)
+    assert (policy.block_size_tokens, policy.sim_block_tokens) == (1, 16)
+    wl = make_workload(quant="bf16", kv_quant="bf16")
+    exact = kv_pool_blocks(card, hw, wl, replace(policy, min_sim_block_tokens=1))
+    booked = kv_pool_blocks(card, hw, wl, policy) * 16
+    assert exact * 0.999 <= booked <= exact
+    served = json.loads(run_cli("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "sglang",
+                                "--concurrency", "2", "--requests", "4", "--json").stdout)
+    assert served["scheduler"]["block_size_tokens"] == 1 and served["scheduler"]["simulated_block_tokens"] == 16

@@ -151,7 +151,7 @@ def test_schema_fields_match_efficiency():
     # activation_cost is measured per device by calibrate (its calibration section), not a profile's figure
     names = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "compute_quantized",
                                                     "kernel_dtypes", "activation_cost", "flash_attention",
-                                                    "graph_all_layers"}
+                                                    "graph_every_decode"}
     assert set(FRACTION_FIELDS) | set(FLOOR_FIELDS) | set(NUMBER_FIELDS) == names
     assert (set(FRACTIONS), set(FLOORS)) == (set(FRACTION_FIELDS), set(FLOOR_FIELDS))
 
@@ -352,7 +352,7 @@ def test_sglang_replays_decode_steps_as_cuda_graphs_from_0_4_on_nvidia_gpus():
     eager launches put it at half (117 tok/s)."""
     st = CardStore()
     new, old = (expected_efficiency(st.hardware("h100-sxm"), st.runtime(r)) for r in ("sglang", "sglang@0.3.0"))
-    assert new.graph_kernel_overhead_s < new.kernel_overhead_s and new.graph_all_layers and new.graph_max_batch == 160
+    assert new.graph_kernel_overhead_s < new.kernel_overhead_s and new.graph_every_decode and new.graph_max_batch == 160
     assert old.graph_kernel_overhead_s is None
     assert expected_efficiency(st.hardware("mi300x"), st.runtime("sglang")).graph_kernel_overhead_s is None
     row = {r["id"]: r for r in read_rows(REPO / "benchmarks/data/published_extra.csv")}["V026"]

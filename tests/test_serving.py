@@ -295,7 +295,7 @@ def test_capacity_cli_prices_and_replicas(short_points):
     cards = [STORE.hardware("rtx-4090"), STORE.hardware("a10")]
     rows = cap.capacity(CARD, cards, STORE.runtime("vllm"), parse_lengths("p", "300"), parse_lengths("o", "50"), 1.0,
                         0.05, target_rate=30.0, usd_per_gpu_hour=cap.parse_prices("rtx-4090=0.5", cards), workers=1)
-    assert len(rows) == 5  # 4090: bf16/fp8 weights x bf16/fp8 KV; A10: bf16 only
+    assert len(rows) == 8  # 4090: bf16/fp8/int4 weights x bf16/fp8 KV; A10: bf16/int4 x bf16
     priced = [r for r in rows if r.get("usd_per_m_output_tokens")]
     assert priced and all(r["hardware"] == "rtx-4090" for r in priced)
     for r in priced:

@@ -112,7 +112,7 @@ def simulator_setup(card, hw, spec: dict, dtype: str, block_size: int, kv_blocks
     """The replica the simulator runs for `spec`: the engine's scheduler limits and block size, its KV pool of
     `kv_blocks` blocks (None: sized by the memory budget), timed on `hw`."""
     policy = ServingPolicy(name="engine", max_num_batched_tokens=spec["step_tokens"], max_num_seqs=spec["max_num_seqs"],
-                           block_size_tokens=block_size, prefix_caching=False)
+                           block_size_tokens=block_size, prefix_caching=False, min_sim_block_tokens=1)
     wl = make_workload(quant=engine_quant(dtype), kv_quant=dtype)
     return ReplicaSetup.build(card, hw, wl, policy, expected_efficiency(hw), kv_blocks)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import BinaryIO
@@ -159,8 +160,13 @@ def read_json_file(path: Path, what: str = "JSON file", nonfinite: bool = False)
             raise ValueError(f"key {twice[:60]!r} appears twice in one object; keep one")
         return out
 
+    def whole(digits: str) -> int:  # past Python's digit limit its error gives advice for its own API, not the user's
+        if len(digits.lstrip("-")) > sys.get_int_max_str_digits():
+            raise ValueError(f"a {len(digits.lstrip('-')):,}-digit integer, beyond any count a model config holds")
+        return int(digits)
+
     try:
-        return json.loads(text, parse_constant=no_constant, object_pairs_hook=once)
+        return json.loads(text, parse_constant=no_constant, object_pairs_hook=once, parse_int=whole)
     except json.JSONDecodeError as err:
         raise CardError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from None
     except ValueError as err:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field, StrictBool, field_validator, model_validator
 
 from roofline.cards.formats import GGUF_FORMATS, MATH_DTYPES, card_format
-from roofline.cards.schema import Strict, efficiency_number_problem
+from roofline.cards.schema import MIN_FRACTION, Strict, efficiency_number_problem
 
 # Efficiency fields a profile may set (roofline.perf.efficiency.Efficiency has the same names; a test keeps them equal)
 FRACTION_FIELDS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "compute_fp32", "compute_bf16",
@@ -47,7 +47,7 @@ class EfficiencyOverrides(Strict):
     graph_kernel_overhead_s: float | None = Field(None, ge=0)  # per kernel in a decode step replayed as a CUDA graph
     graph_max_batch: float | None = Field(None, ge=0)  # the largest decode batch replayed as a graph
     graph_max_context: float | None = Field(None, ge=0)  # the longest sequence it holds; 0 = any
-    graph_all_layers: StrictBool | None = None  # its graphs hold MoE and recurrent layers too
+    graph_every_decode: StrictBool | None = None  # its graphs hold MoE, recurrent and speculative verify steps too
     kernels_per_expert: float | None = Field(None, ge=0)
     expert_gemm_overhead_s: float | None = Field(None, ge=0)  # per touched expert per layer, matrix-matrix steps
     expert_gemv_max_tokens: float | None = Field(None, ge=1)  # step tokens up to which every expert runs mat-vec
@@ -93,20 +93,21 @@ class EfficiencyOverrides(Strict):
     def _fractions(self):
         for name in FRACTION_FIELDS:
             value = getattr(self, name)
-            if value is not None and not 0 < value <= 1:
-                raise ValueError(f"{name}: {value} is not a fraction of the peak in (0, 1]")
+            if value is not None and not MIN_FRACTION <= value <= 1:
+                raise ValueError(f"{name}: {value} is not a fraction of the peak in [{MIN_FRACTION:g}, 1]")
         for name in FLOOR_FIELDS:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
                 raise ValueError(f"{name}: {value} is not a floor in [0, 1] (0 = none)")
         for fmt, value in self.compute_by_format.items():
             card_format(fmt)  # an unknown format name fails here
-            if not 0 < value <= 1:
-                raise ValueError(f"compute_by_format.{fmt}: {value} is not a fraction of the peak in (0, 1]")
+            if not MIN_FRACTION <= value <= 1:
+                raise ValueError(f"compute_by_format.{fmt}: {value} is not a fraction of the peak in "
+                                 f"[{MIN_FRACTION:g}, 1]")
         for dtype, value in self.compute_quantized.items():
-            if dtype not in MATH_DTYPES or not 0 < value <= 1:
+            if dtype not in MATH_DTYPES or not MIN_FRACTION <= value <= 1:
                 raise ValueError(f"compute_quantized.{dtype}: give a math dtype among {', '.join(MATH_DTYPES)} and a "
-                                 "fraction of its peak in (0, 1]")
+                                 f"fraction of its peak in [{MIN_FRACTION:g}, 1]")
         for fmt, dtypes in self.kernel_dtypes.items():
             card_format(fmt)
             bad = [d for d in dtypes if d not in MATH_DTYPES]

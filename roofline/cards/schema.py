@@ -105,6 +105,12 @@ EFFICIENCY_MAX = {"gemv_unit_bandwidth_bytes_per_s": 1e14, "kernels_per_expert":
                   "routing_concentration": 1e6, "allreduce_latency_hops": MAX_SMALL}
 
 
+# The least fraction of a datasheet peak an efficiency may be: the lowest any fit or calibration here has reached is
+# a few percent (attention 0.02 in an H100 calibration, docs/calibration.md); 5e-324 overflowed a step's time to inf
+# and crashed the serving simulator
+MIN_FRACTION = 1e-3
+
+
 def efficiency_number_problem(key: str, value: object) -> str | None:
     """Why `value` cannot be the non-fraction efficiency field `key` (None: it can): a number (not a bool), finite,
     >= 0 and at most its bound; a prefill chunk of 0 (the whole prompt) or at least one token."""
@@ -113,6 +119,8 @@ def efficiency_number_problem(key: str, value: object) -> str | None:
     most = SECONDS_MAX if key.endswith("_overhead_s") else EFFICIENCY_MAX.get(key, TOKENS_MAX)
     if not 0 <= value <= most:
         return f"{value!r} is outside [0, {most:g}]"
+    if key in ("graph_max_batch", "graph_max_context") and value != int(value):
+        return f"{value!r}: give a whole number of {'sequences' if key == 'graph_max_batch' else 'tokens'}"
     if key == "prefill_chunk_tokens" and 0 < value < 1:
         return f"{value!r}: give 0 (the whole prompt in one step) or a whole number of tokens"
     if key == "gemv_unit_bandwidth_bytes_per_s" and 0 < value < MIN_RATE:  # the card rates' floor (1e-300 decoded

@@ -299,10 +299,26 @@ class CardStore:
             raise RooflineError(f"--runtime {spec}: give one version after '@'; write {name.strip()}@VERSION "
                                 f"(e.g. vllm@0.11, llama.cpp@b6918) or {name.strip()} for the newest profile")
         profile = self.get("runtimes", name)
+        self._check_lender(profile)
         try:
             return choose_version(profile, version.strip() or None, date)
         except ValueError as err:
             raise RooflineError(f"--runtime: {err}") from None
+
+    def _check_lender(self, profile) -> None:
+        """A profile's `kernels_from` names another known runtime (by name or alias), and no chain of lenders leads
+        back to it: one line (CardError) otherwise."""
+        seen, current = [profile.name], profile
+        while current.kernels_from is not None:
+            try:
+                current = self.get("runtimes", current.kernels_from)
+            except RooflineError:
+                raise CardError(profile.name, "kernels_from", f"{current.kernels_from!r} is no runtime profile; name "
+                                "one `roofline runtimes` lists") from None
+            if current.name in seen:
+                raise CardError(profile.name, "kernels_from", f"{' -> '.join([*seen, current.name])} lends kernels "
+                                "back to itself; name the runtime whose kernels it runs") from None
+            seen.append(current.name)
 
 
 def names_of(card) -> tuple[str, ...]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-# a version as users write it, after one leading 'v' or 'b': numbers joined by dots, then pre/post-release tags
-VERSION = re.compile(r"\d+(\.\d+)*([.\-]?(rc|a|b|dev|post)\.?\d*)*")
+# a version as users write it, after one leading 'v' or 'b': up to six ASCII numbers of up to nine digits joined by
+# dots (llama.cpp builds have five digits, releases three parts), then up to two pre/post-release tags ('1.0rc2',
+# '0.6.3.post1', '1.0rc2.dev3'), each with its number or none (PEP 440: 'rc' is 'rc0')
+VERSION = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9}){0,5}([.\-]?(rc|a|b|dev|post)\.?[0-9]{0,9}){0,2}")
 
 
 @lru_cache(maxsize=4096)  # parsed on every prediction a profile's version ranges take part in
@@ -20,11 +22,11 @@ def version_key(text: str) -> tuple:
     t = t[1:] if t[:1] in ("v", "b") else t
     if not VERSION.fullmatch(t):
         raise ValueError(f"'{text}' is not a version (like 0.10.1, 1.0rc2 or b6918)")
-    numbers = re.match(r"\d+(\.\d+)*", t).group()
+    numbers = re.match(r"[0-9]+(\.[0-9]+)*", t).group()
     release = [int(n) for n in numbers.split(".")]
     while len(release) > 1 and release[-1] == 0:  # '0.6' is '0.6.0'
         release.pop()
-    tags = re.findall(r"rc|a|b|dev|post|\d+", t[len(numbers):])
+    tags = re.findall(r"rc|a|b|dev|post|[0-9]+", t[len(numbers):])
     pre = {"dev": -3, "a": -2, "b": -2, "rc": -1, "post": 1}
     # each tag list ends in 0, so a release (no tags) follows its pre-releases and '1.0rc2.dev3' precedes '1.0rc2'
     return tuple(release), tuple(int(n) if n.isdigit() else pre[n] for n in tags) + (0,)

@@ -68,10 +68,19 @@ def _root(
     """How fast, does it fit, and why: LLM inference on any hardware."""
 
 
+# An error line quotes what it refuses; a pasted file or a 100,000-character argument is cut in its middle so the
+# line stays readable (the messages written here run to a few hundred characters)
+MAX_ERROR_CHARS = 600
+
+
 def _one_line(text: str) -> str:
     from roofline.cli.output import plain
 
-    return " ".join(plain(text).split())
+    line = " ".join(plain(text).split())
+    if len(line) <= MAX_ERROR_CHARS:
+        return line
+    return f"{line[:MAX_ERROR_CHARS // 2]} [... {len(line) - MAX_ERROR_CHARS:,} characters ...] " \
+           f"{line[-MAX_ERROR_CHARS // 2:]}"
 
 
 def _command_path(args: list[str]) -> str:

@@ -78,8 +78,8 @@ def tokens(option: str, value: str | int, allow_zero: bool = False) -> int:
         raise RooflineError(f"{option}: {value!r} is not a token count {'>=' if allow_zero else '>'} 0 (like 500, "
                             f"4k, 128K or 1M){comma}") from None
     if n > MAX_COUNT:
-        raise RooflineError(f"{option}: at most {MAX_COUNT:,} tokens, got {str(value)[:30]!r} ({n:,} tokens; k, M "
-                            "and G are binary: 1M = 1,048,576)")
+        raise RooflineError(f"{option}: at most {MAX_COUNT:,} tokens, got {str(value)[:30]!r} ({n:,} tokens; k and M "
+                            "are binary: 1M = 1,048,576)")
     return n
 
 
@@ -168,6 +168,7 @@ def runtime_sizing(choice: RuntimeChoice | None, hw, wl, model) -> tuple:
     slot = min(context, model.architecture.max_context) if policy["policy"] == "per_slot" else 0
     if slot:  # one slot per sequence of the batch
         slot = slot_share_tokens(slot, wl.batch, policy["context_split"])
+        warn_beyond_slot(choice, wl, slot)
     text = capacity_label(view.memory.capacity_bytes, view.memory.capacity_binary)
     util = policy["gpu_memory_utilization"]
     if util:
@@ -175,6 +176,18 @@ def runtime_sizing(choice: RuntimeChoice | None, hw, wl, model) -> tuple:
     if policy["kv_share"] < 1:
         text += f" (its KV pool: {policy['kv_share']:.0%} of what the rest leaves)"
     return view, Deployment(wl.tp, wl.pp, blocks, step, slot_tokens=slot, kv_share=policy["kv_share"]), text
+
+
+def warn_beyond_slot(choice: RuntimeChoice, wl, slot_tokens: int) -> None:
+    """A request longer than the context a per-slot runtime gives each sequence by default (Ollama's num_ctx,
+    llama-server's -c over its slots) is predicted as if that context were raised to hold it: say so."""
+    if wl.tokens_held <= slot_tokens:
+        return
+    knob = "num_ctx" if choice.profile.name == "ollama" else "-c"
+    warn_on_success(f"{choice.label} gives each sequence {slot_tokens:,} tokens of context by default ({knob}, "
+                    "over its parallel slots); "
+                    f"this request holds {wl.tokens_held:,}: predicted as if {knob} were raised to hold it (left at "
+                    "the default, the runtime truncates or refuses the prompt)")
 
 
 def kv_default(choice: RuntimeChoice | None, kv_quant: str | None) -> str:

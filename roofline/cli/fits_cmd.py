@@ -137,7 +137,8 @@ def _budget_data(card, hwc, wl, ctx: int, dep: Deployment, b: Budget, runs=None,
     would fit instead (in formats the runtime runs: `runs`, and among `options`, as `what_would_fit` takes them)."""
     best = min_gpus(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     return {
-        "model": card.name, "hardware": hwc.name, "quant": wl.quant, "kv_quant": wl.kv_quant, "context_tokens": ctx,
+        "model": card.name, "hardware": hwc.name, "quant": Formats(card, hwc, wl.quant, wl.kv_quant).weights_label,
+        "native_formats": wl.quant is None, "kv_quant": wl.kv_quant, "context_tokens": ctx,
         "concurrency": wl.batch, "gpus": dep.gpus, "tp": dep.tp, "pp": dep.pp, "fits": bool(b.fits),
         "capacity_bytes": b.capacity_bytes, "total_bytes": float(b.total_bytes), "headroom_bytes": float(b.headroom_bytes),
         "budget": {k: round(float(v)) for k, v in (("weights", b.weights_bytes), ("kv", b.kv_bytes),
@@ -205,8 +206,8 @@ def kv_per_token(card, d: dict) -> str:
 def render(d: dict, b: Budget, card, hw):
     per = " per GPU" if d["gpus"] > 1 else ""
     rows = [(f"  {c}", _gb(v)) for c, v in b.weights_by_component.items() if v >= 5e6]
-    label = Formats(card, hw, d["quant"], d["kv_quant"]).weights_label
-    rows.insert(0, (f"weights ({label if d['quant'] else 'native: ' + label})",
+    label = d["quant"]
+    rows.insert(0, (f"weights ({'native: ' + label if d['native_formats'] else label})",
                     _gb(b.weights_bytes)))
     rows += [(f"KV cache: {d['concurrency']} × {d['context_tokens']:,} tokens ({d['kv_quant']}, "
               f"{kv_per_token(card, d)}, {d['block_tokens']}-token blocks)", _gb(d["budget"]["kv"])),

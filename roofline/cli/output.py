@@ -157,8 +157,10 @@ _HELD: list[str] = []  # warnings said once the command succeeds (an error stays
 
 
 def warn_on_success(message: str) -> None:
-    """A warning `flush_held_warnings` prints after the command's output; dropped if the command fails."""
-    _HELD.append(message)
+    """A warning `flush_held_warnings` prints after the command's output, once however often it is raised (a card
+    at a time); dropped if the command fails."""
+    if message not in _HELD:
+        _HELD.append(message)
 
 
 def flush_held_warnings(succeeded: bool) -> None:

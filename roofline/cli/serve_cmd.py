@@ -40,6 +40,7 @@ from roofline.errors import RooflineError
 from roofline.perf.serving.policy import policy_for
 from roofline.perf.serving.workload import parse_lengths
 from roofline.perf.workload import make_workload
+from roofline.sizing.precision import Formats
 
 SloOpt = Annotated[Optional[float], typer.Option(help="SLO in seconds.")]
 MIN_NETWORK_GBPS = 1e-3  # 1 Mbit/s: below it one KV hand-off takes hours, a unit typo rather than a network
@@ -92,8 +93,9 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     with progress("simulating requests", None if trace else requests or DEFAULT_REQUESTS) as advance:
         result = serve(fleet, prompt_lengths, output_lengths, requests, concurrency, rate, trace_path, burstiness,
                        seed, slo_ttft, slo_itl, advance)
-    result.extra.update(model=card.name, hardware=hwc.name, quant=wl.quant or "native", kv_quant=wl.kv_quant, tp=wl.tp,
-                        pp=wl.pp, efficiency_source=fleet.setup.eff.source, router=router, disagg=disagg,
+    label = Formats(card, hwc, wl.quant, wl.kv_quant).weights_label  # as predict labels it
+    result.extra.update(model=card.name, hardware=hwc.name, quant=label, kv_quant=wl.kv_quant, tp=wl.tp, pp=wl.pp,
+                        efficiency_source=fleet.setup.eff.source, router=router, disagg=disagg,
                         network_gbps=network_gbps)
     return result
 
@@ -173,7 +175,7 @@ def capacity_cmd(
     hw: Annotated[str, typer.Option("--hw", help="Hardware card(s), comma-separated.")],
     slo_ttft: Annotated[float, typer.Option(help="TTFT objective, seconds.")],
     slo_itl: Annotated[float, typer.Option(help="ITL (time per output token) objective, seconds.")],
-    runtime: RuntimeOpt = None,
+    runtime: RuntimeOpt = None, quant: QuantOpt = None,
     target_rate: Annotated[Optional[float], typer.Option(help="Requests/s the fleet must sustain.")] = None,
     usd_per_gpu_hour: Annotated[Optional[str], typer.Option(
         help="Price of one GPU-hour in USD, for every card (3.5) or per card (h100-sxm=3.99,b200=6.69).")] = None,
@@ -181,11 +183,12 @@ def capacity_cmd(
     seed: Annotated[int, typer.Option(min=0, help="Random seed.")] = 0,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
-    """Search GPUs per replica, weight and KV formats for the highest Poisson rate meeting the SLO."""
+    """Search GPUs per replica, weight and KV formats (--quant: that weight format only) for the highest Poisson
+    rate meeting the SLO."""
     from roofline.perf.serving import capacity as cap
 
     st = store(cards)
-    card, weights = model_and_quant(st, model, None)  # a checkpoint's name or an Ollama tag fixes its format
+    card, weights = model_and_quant(st, model, quant)  # --quant, a checkpoint's name or an Ollama tag fixes it
     choice = runtime_choice(st, runtime)
     card = runtime_card(card, choice)
     hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
@@ -218,7 +221,10 @@ def capacity_cmd(
 
 def render_capacity(data: dict, target: bool, priced: bool):
     rows = data["configurations"]
-    ok = sorted((r for r in rows if r.get("max_rate_per_s")), key=lambda r: -r["max_rate_per_s"] / r["tp"])
+    # cheapest first where priced (an unpriced card last), else the most requests/s per GPU
+    order = (lambda r: r.get("usd_per_m_output_tokens", math.inf)) if priced else \
+        (lambda r: -r["max_rate_per_s"] / r["tp"])
+    ok = sorted((r for r in rows if r.get("max_rate_per_s")), key=order)
     cols = ["hardware", Column("GPUs/replica", "right"), "weights", "KV", Column("max req/s", "right"),
             Column("in system", "right"), Column("output tok/s", "right"), Column("TTFT p90", "right"),
             Column("TPOT p90", "right")]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from roofline.cards.formats import QUANTIZED_FORMATS, first_supported, weight_format
 from roofline.cards.hardware import HardwareCard, default_key, nvidia_architecture
 from roofline.cards.model import ModelCard
-from roofline.cards.schema import efficiency_number_problem
+from roofline.cards.schema import MIN_FRACTION, efficiency_number_problem
 from roofline.cards.versions import compute_capability_key
 from roofline.errors import CardError, RooflineError
 from roofline.sizing.params import param_counts
@@ -59,8 +59,9 @@ class Efficiency:
     graph_max_batch: float = 0.0  # decode steps of up to this many sequences replay a graph (the largest bucket)
     graph_max_context: float = 0.0  # ... whose sequences hold at most this many tokens (the static block tables'
     # reach); 0: any context
-    graph_all_layers: bool = False  # the runtime's graphs hold MoE and recurrent layers too (SGLang's fused MoE and
-    # state kernels are captured); False: only the cards the micro-engine captures (request.graph_capturable)
+    graph_every_decode: bool = False  # the runtime's graphs hold every decode step: MoE and recurrent layers (SGLang's
+    # fused MoE and state kernels) and speculative verify steps of k+1 tokens per sequence (its EAGLE/MTP graphs).
+    # False: one-token steps of the cards the micro-engine captures (request.graph_capturable)
     kernels_per_expert: float = 0.0  # extra launches per touched MoE expert (0: one fused/grouped MoE kernel)
     expert_gemm_overhead_s: float = 0.0  # fixed time per MoE expert a step touches, per layer, when that expert's
     # GEMMs run as matrix-matrix kernels (more than `gemv_max_tokens` tokens): the per-expert tile passes that a prompt
@@ -150,10 +151,10 @@ DEFAULTS["accelerator"] = DEFAULTS["gpu"]
 
 _KNOWN = {f.name for f in fields(Efficiency)} - {"source", "runtime", "compute_by_format", "compute_quantized",
                                                  "kernel_dtypes", "activation_cost", "flash_attention",
-                                                 "graph_all_layers"}
+                                                 "graph_every_decode"}
 # cards.runtime's FRACTION_FIELDS and FLOOR_FIELDS (a test keeps them equal; that module loads only with --runtime)
 FRACTIONS = ("memory", "memory_gemv", "memory_kv", "memory_act", "compute", "compute_fp32", "compute_bf16",
-             "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")  # in (0, 1]
+             "compute_fp8", "compute_int8", "compute_fp4", "attention", "scan", "link")  # in [MIN_FRACTION, 1]
 FLOORS = ("gemm_floor",)  # in [0, 1]: 0 = no floor
 
 
@@ -164,9 +165,9 @@ def _value_problem(key: str, value: object) -> str | None:
         return efficiency_number_problem(key, value)
     floor = key in FLOORS  # 0: no floor
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if number and (0 < value <= 1 or floor and value == 0):
+    if number and (MIN_FRACTION <= value <= 1 or floor and 0 <= value <= 1):
         return None
-    return f"{value!r} is not a fraction in {'[0, 1]' if floor else '(0, 1]'}"
+    return f"{value!r} is not a fraction in {'[0, 1]' if floor else f'[{MIN_FRACTION:g}, 1]'}"
 
 
 def _overrides(hw: HardwareCard, section: dict[str, Any], where: str) -> dict[str, float]:
@@ -260,6 +261,8 @@ def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoic
     source = f"runtime profile {runtime.described} on {default_key(hw)} ({hw.vendor})"
     if not any(where.startswith(("fitted.", "devices.")) for where, _ in layers):  # say what stands in for a fit
         source += f"; nothing fitted for {hw.vendor.lower()}-{hw.scope_kind}: {base.source}"
+    if graph_s := values.get("graph_kernel_overhead_s"):  # a launch cost fitted apart (fit_graph_launch.py)
+        source += f"; decode steps replayed as CUDA graphs at {graph_s * 1e6:.2f} us a kernel"
     return replace(base, **values, compute_by_format=by_format, compute_quantized=quantized, kernel_dtypes=dtypes,
                    runtime=runtime.label, source=source)
 

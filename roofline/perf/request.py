@@ -18,7 +18,7 @@ from roofline.perf.parallel import check_parallel, collective_ops, shard_ops
 from roofline.perf.timing import StepTime, bound_of, time_ops
 from roofline.perf.workload import Workload, check_context
 from roofline.sizing.layers import resolve_layers
-from roofline.sizing.memory import Deployment, memory_budget
+from roofline.sizing.memory import Deployment, headroom, memory_budget
 from roofline.sizing.precision import Formats
 
 DECODE_SAMPLES = 16  # contexts at which the decode step is evaluated to average ITL (midpoint rule)
@@ -98,14 +98,15 @@ def within_graph_limits(batch: Num, context: Num, eff: Efficiency) -> Num:
 
 def replays_graphs(card: ModelCard, eff: Efficiency) -> bool:
     """Whether `eff` replays the card's decode steps as CUDA graphs: a graph launch cost (a calibration's or a
-    runtime's), and a card its graphs hold (every card where the runtime captures all layers)."""
-    return eff.graph_kernel_overhead_s is not None and (eff.graph_all_layers or graph_capturable(card))
+    runtime's), and a card its graphs hold (every card where the runtime captures every decode step)."""
+    return eff.graph_kernel_overhead_s is not None and (eff.graph_every_decode or graph_capturable(card))
 
 
 def _may_replay(card: ModelCard, step: Step, eff: Efficiency) -> bool:
-    """A decode step of one token per sequence that `replays_graphs`: the step replays a graph wherever it is within
-    the graph limits."""
-    return step.phase == "decode" and np.all(np.asarray(step.n) == 1) and replays_graphs(card, eff)
+    """A decode step that `replays_graphs`, of one token per sequence unless the runtime captures every decode step
+    (speculative verify steps too): the step replays a graph wherever it is within the graph limits."""
+    one_token = np.all(np.asarray(step.n) == 1)
+    return step.phase == "decode" and (one_token or eff.graph_every_decode) and replays_graphs(card, eff)
 
 
 def launch_seconds(card: ModelCard, step: Step, eff: Efficiency) -> Num:
@@ -130,7 +131,7 @@ def padded_ops(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, rows
     """The ops of a replayed decode step: every op at the bucket's `rows` (padding rows run the GEMMs, norms and
     lm_head) except those over the cache (CONTEXT_OPS), which the padding rows skip (they attend one position)."""
     real = step_ops(card, hw, step, wl.quant, wl.kv_quant)
-    padded = step_ops(card, hw, Step("decode", 1, rows, step.context), wl.quant, wl.kv_quant)
+    padded = step_ops(card, hw, Step("decode", step.n, rows, step.context), wl.quant, wl.kv_quant)
     return [r if r.name in CONTEXT_OPS else p for r, p in zip(real, padded)]
 
 
@@ -146,7 +147,7 @@ def timed_step(card: ModelCard, hw: HardwareCard, step: Step, wl: Workload, eff:
     seqs = step.batch if sequences is None else sequences
     kernel_s = launch_seconds(card, step, eff)
     if rows is not None and np.any(np.asarray(rows) != np.asarray(step.batch)):  # a bucket with padding rows
-        padded = Step("decode", 1, rows, step.context)
+        padded = Step("decode", step.n, rows, step.context)
         ops = gpu_ops(card, hw, padded, wl, padded_ops(card, hw, step, wl, rows))
         st = time_ops(ops, hw, eff, padded.tokens, seqs, kernel_s)
     else:
@@ -215,8 +216,8 @@ class Prediction(Metrics):
     kv_bytes: float  # KV cache + state of all `batch` sequences at prompt + output tokens (the draft's included)
     memory_per_gpu_bytes: float  # the full budget on one GPU: weights + KV shares, activations, runtime, OS
     memory_capacity_bytes: float  # one GPU's capacity
-    # what the KV cache may still grow by on one GPU (negative: short by): the capacity left, or under a runtime
-    # whose pool takes a share of what the rest leaves (TensorRT-LLM), that share less the KV held
+    # what the KV cache may still grow by on one GPU: the capacity left, or under a runtime whose pool takes a share
+    # of what the rest leaves (TensorRT-LLM), that share less the KV held; negative: the memory one GPU lacks
     memory_headroom_bytes: float = 0.0
     fits_in_memory: bool
     bound: dict[str, str]
@@ -312,7 +313,7 @@ def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | 
         d_gpu = memory_budget(draft, hw, wl.quant, wl.kv_quant, tokens, wl.batch, dep)
         weights, kv = weights + d_whole.weights_bytes, kv + float(d_whole.kv_bytes)
         fixed_gpu, kv_gpu = fixed_gpu + d_gpu.weights_bytes, kv_gpu + float(d_gpu.kv_bytes)
-    headroom = dep.kv_share * (per_gpu.capacity_bytes - fixed_gpu) - kv_gpu  # as Budget.headroom_bytes
+    room = headroom(dep.kv_share, per_gpu.capacity_bytes, fixed_gpu, kv_gpu)
     phases = {"prefill": _report(pre, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts")),
               "decode": _report(dec, hw, fmts.dtype("ffn" if card.architecture.ffn else "experts"),
                                 1.0 / wl.tokens_per_verify)}
@@ -323,6 +324,6 @@ def predict(card: ModelCard, hw: HardwareCard, wl: Workload, draft: ModelCard | 
         cached_tokens=wl.context_tokens, gpus=wl.tp * wl.pp, tp=wl.tp, pp=wl.pp,
         **m.model_dump(), weights_bytes=weights, kv_bytes=kv,
         memory_per_gpu_bytes=fixed_gpu + kv_gpu, memory_capacity_bytes=per_gpu.capacity_bytes,
-        memory_headroom_bytes=headroom, fits_in_memory=bool(headroom >= 0),
+        memory_headroom_bytes=room, fits_in_memory=bool(room >= 0),
         bound={k: v.bound for k, v in phases.items()}, ceiling=ceil, efficiency_source=eff.source, runtime=eff.runtime,
         phases=phases)

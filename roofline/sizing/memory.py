@@ -79,11 +79,22 @@ class Budget:
 
     @property
     def headroom_bytes(self) -> Num:
-        return self.kv_room_bytes - self.kv_bytes
+        """What the KV cache may still grow by; negative: the memory the device lacks (`headroom`)."""
+        return headroom(self.kv_share, self.capacity_bytes, self.fixed_bytes, self.kv_bytes)
 
     @property
     def fits(self) -> Num:
         return self.kv_bytes <= self.kv_room_bytes
+
+
+def headroom(kv_share: float, capacity_bytes: float, fixed_bytes: Num, kv_bytes: Num) -> Num:
+    """Room the KV cache has left (`kv_share` of what the rest leaves, less the KV held); where it is short, the
+    memory the device lacks, which is that shortfall over `kv_share` (a pool taking 90% of the free memory needs
+    1/0.9 bytes of device per byte of KV)."""
+    room = kv_share * (capacity_bytes - np.asarray(fixed_bytes, dtype=float)) - kv_bytes
+    if np.ndim(room):
+        return np.where(room >= 0, room, room / kv_share)
+    return float(room) if room >= 0 else float(room) / kv_share
 
 
 def resident_weight_bytes(card: ModelCard, fmts: Formats, tp: int = 1, pp: int = 1) -> dict[str, float]:

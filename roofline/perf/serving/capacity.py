@@ -64,10 +64,12 @@ class Config:
         return f"{self.hw.name} tp{self.tp} {self.quant}/kv {self.kv_quant}"
 
 
-# what a runtime that loads them (llama.cpp, Ollama) is searched with besides 16-bit: the 8-bit and the 4-bit
-# k-quant llama.cpp's quantize tool lists as recommended (tools/quantize/README.md: Q4_K_M "recommended", Q8_0
-# "extremely low quality loss"), and its q8_0 KV cache (--cache-type-k/v q8_0)
-QUANTIZED_CANDIDATES = ("q8_0", "q4_k_m")
+# what a runtime that loads them is searched with besides 16-bit (and the card's FP8/FP4): for llama.cpp and Ollama
+# the 8-bit and the 4-bit k-quant its quantize tool lists as recommended (tools/quantize/README.md: Q4_K_M
+# "recommended", Q8_0 "extremely low quality loss") and its q8_0 KV cache (--cache-type-k/v q8_0); for the serving
+# runtimes the 4-bit weight-only checkpoints (AWQ/GPTQ, w4a16: vLLM docs 'Quantization', SGLang and TensorRT-LLM
+# likewise); for MLX mlx-lm's 8- and 4-bit formats (mlx_lm.convert -q, 4 bits unless --q-bits says otherwise)
+QUANTIZED_CANDIDATES = ("q8_0", "q4_k_m", "int4", "mlx_q8", "mlx_q4")
 QUANTIZED_KV = ("q8_0",)
 
 
@@ -146,7 +148,7 @@ def saturation_rate(fleet: Fleet, prompt: Lengths, output: Lengths, itl_s: float
     whose step is slower than `itl_s` (but for the first). Prefill rides in the decode steps (chunked prefill), so a prompt costs what
     it adds to a step, not a step of its own. Queueing for a free slot is not counted (the search finds it)."""
     s, pol = fleet.setup, fleet.setup.policy
-    per_request = s.costs.blocks(math.ceil(prompt.mean + output.mean), pol.block_size_tokens)
+    per_request = s.costs.blocks(math.ceil(prompt.mean + output.mean), pol.sim_block_tokens)
     fullest = max(1, min(pol.effective_max_seqs, s.num_blocks // max(per_request, 1)))
     context = int(prompt.mean + output.mean / 2)
     best = 0.0

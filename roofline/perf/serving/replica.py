@@ -33,12 +33,12 @@ UNBOUNDED_BLOCKS = 1 << 20  # a model with no per-token KV (pure Mamba-2): block
 
 
 def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: ServingPolicy) -> int:
-    """Blocks of `policy.block_size_tokens` the KV pool holds on each GPU of a replica. preallocate / on_demand:
+    """Blocks of `policy.sim_block_tokens` the KV pool holds on each GPU of a replica. preallocate / on_demand:
     what `memory_budget` leaves of `preallocated_bytes` (gpu_memory_utilization of what the device reports) after
     weights, activations at the step's token budget and the runtime; free_fraction: gpu_memory_utilization of what
     they leave of all it reports. per_slot: each slot's context, if it fits."""
     slots = policy.effective_max_seqs
-    dep = Deployment(wl.tp, wl.pp, policy.block_size_tokens, policy.max_num_batched_tokens)
+    dep = Deployment(wl.tp, wl.pp, policy.sim_block_tokens, policy.max_num_batched_tokens)
     if policy.memory_policy == "per_slot":
         ctx = min(policy.slot_tokens or card.architecture.max_context,
                   card.architecture.max_context)  # a default beyond the model's context is cut to it (Ollama)
@@ -47,8 +47,8 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
             raise RooflineError(f"{card.name} on {hw.name}: {slots} slots of {ctx:,} tokens need "
                                 f"{float(budget.total_bytes) / 1e9:,.1f} GB of {hw.memory.capacity_bytes / 1e9:,.1f} GB; "
                                 f"use fewer slots, a shorter context or a smaller --quant")
-        return min(slots * -(-ctx // policy.block_size_tokens), UNBOUNDED_BLOCKS)
-    budget = memory_budget(card, hw, wl.quant, wl.kv_quant, policy.block_size_tokens, slots, dep)
+        return min(slots * -(-ctx // policy.sim_block_tokens), UNBOUNDED_BLOCKS)
+    budget = memory_budget(card, hw, wl.quant, wl.kv_quant, policy.sim_block_tokens, slots, dep)
     costs = pool_costs(card, wl, policy)
     per_block = costs.unit_bytes
     util = policy.gpu_memory_utilization if policy.memory_policy == "preallocate" else 1.0
@@ -67,7 +67,7 @@ def kv_pool_blocks(card: ModelCard, hw: HardwareCard, wl: Workload, policy: Serv
         raise RooflineError(f"{card.name} on {hw.name}: no room for a KV block after the weights")
     # blocks beyond what every slot holds at the model's whole context are never used (a tiny model on a big card
     # would otherwise build a free list of hundreds of millions)
-    useful = slots * costs.blocks(card.architecture.max_context, policy.block_size_tokens)
+    useful = slots * costs.blocks(card.architecture.max_context, policy.sim_block_tokens)
     return min(blocks, useful, UNBOUNDED_BLOCKS)
 
 
@@ -75,7 +75,7 @@ def pool_costs(card: ModelCard, wl: Workload, policy: ServingPolicy) -> BlockCos
     """What a sequence holds of the pool (per_slot runtimes: positions only, each slot's context reserved)."""
     if policy.memory_policy == "per_slot":
         return BlockCosts(1.0)
-    return block_costs(card, wl.kv_quant, policy.block_size_tokens, wl.tp, wl.pp)
+    return block_costs(card, wl.kv_quant, policy.sim_block_tokens, wl.tp, wl.pp)
 
 
 def _share_source(policy: ServingPolicy) -> str:
@@ -109,7 +109,7 @@ class ReplicaSetup:
     def max_request_tokens(self) -> int:
         """The longest request (prompt + output) one sequence can hold."""
         p = self.policy
-        c, bs = self.costs, p.block_size_tokens
+        c, bs = self.costs, p.sim_block_tokens
         pool = self.num_blocks * bs
         if c.extra is not None:  # the most positions whose blocks, with what stays beside them, fit the pool
             if c.table_costs:
@@ -132,7 +132,7 @@ class Replica:
         # without shared prefixes skips the hashing (the same blocks are taken in the same order either way)
         caching = p.prefix_caching and not setup.card.architecture.mamba2 and shared_prefixes
         slots = p.effective_max_seqs if setup.card.architecture.mamba2 else 0
-        self.blocks = BlockManager(setup.num_blocks, p.block_size_tokens, caching, setup.costs.extra,
+        self.blocks = BlockManager(setup.num_blocks, p.sim_block_tokens, caching, setup.costs.extra,
                                    setup.costs.table_costs)
         self.scheduler = Scheduler(self.blocks, p.effective_max_seqs, p.max_num_batched_tokens, slots,
                                    p.chunked_prefill)

@@ -54,10 +54,11 @@ class ServingResult:
         s = self.metrics.summary()
         gpus, p = self.fleet.gpus, self.fleet.setup.policy
         s.update(gpus=gpus, output_tok_s_per_gpu=s["output_tok_s"] / gpus, replicas=self.fleet.replicas,
-                 kv_pool_tokens_per_replica=self.fleet.setup.num_blocks * p.block_size_tokens,
+                 kv_pool_tokens_per_replica=self.fleet.setup.num_blocks * p.sim_block_tokens,
                  runtime=p.name, scheduler={"max_num_batched_tokens": p.max_num_batched_tokens,
                                             "max_num_seqs": p.effective_max_seqs, "chunked_prefill": p.chunked_prefill,
                                             "block_size_tokens": p.block_size_tokens,
+                                            "simulated_block_tokens": p.sim_block_tokens,
                                             "prefix_caching": p.prefix_caching, "memory_policy": p.memory_policy},
                  **self.extra)
         return s
@@ -107,7 +108,7 @@ class Simulation:
         if done > max(MIN_THRASH_PREEMPTIONS, THRASH_PREEMPTIONS_PER_REQUEST * self.count):
             setup = self.fleet.setup
             raise Thrashing(f"the KV pool thrashes: {done:,} preemptions for {self.count:,} requests so far, each "
-                            f"recomputing its whole context ({setup.num_blocks * setup.policy.block_size_tokens:,} "
+                            f"recomputing its whole context ({setup.num_blocks * setup.policy.sim_block_tokens:,} "
                             "tokens of KV per replica); lower --rate or --concurrency, shorten --output or give it "
                             "more memory (--gpus)")
 
