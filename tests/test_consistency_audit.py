@@ -7,7 +7,7 @@ import io
 import json
 
 import pytest
-from hostile import cli, ok
+from hostile import cli, ok, refused
 
 from roofline.cards.store import CardStore
 from roofline.perf.serving.capacity import candidates
@@ -53,6 +53,17 @@ def test_a_request_beyond_a_slot_s_default_context_is_said(runtime, knob, capsys
     assert "holds 8,392" in err
     code, _, err = cli(capsys, "predict", *setup, "--prompt", "1k")
     assert code == 0 and "context by default" not in err
+
+
+def test_serve_takes_a_slot_context_where_the_default_is_too_short(capsys):
+    """What predict assumes (the context raised to hold the request) serve simulates with --context; a runtime with
+    one shared KV pool has no slot context to set."""
+    setup = ("serve", "-m", "llama-3.1-8b", "--hw", "rtx-4080", "--quant", "q4_k_m", "--runtime", "ollama",
+             "--prompt", "8k", "--concurrency", "1", "--requests", "2")
+    refused(cli(capsys, *setup), "4,096", "--context")
+    assert _json(capsys, *setup, "--context", "10k")["kv_pool_tokens_per_replica"] == 10_240
+    refused(cli(capsys, "serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm", "--concurrency", "1",
+                "--requests", "2", "--context", "10k"), "one KV pool")
 
 
 def test_short_by_is_the_memory_a_pool_runtime_lacks(capsys):

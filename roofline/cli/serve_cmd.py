@@ -33,6 +33,7 @@ from roofline.cli.common import (
     runtime_efficiency,
     runtime_label,
     store,
+    tokens,
     unique_cards,
 )
 from roofline.cli.output import Column, emit, progress, table
@@ -62,7 +63,7 @@ def _load_options(rate, trace, prompt, output, burstiness) -> tuple[str, str, fl
 
 def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt, output, burstiness, slo_ttft,
               slo_itl, seed, quant, kv_quant, gpus, pp, replicas=1, router="round_robin", disagg=None,
-              network_gbps=None):
+              network_gbps=None, context=None):
     """Options -> a ServingResult (shared by serve, sweep and plot serve). The runtime profile gives both the
     scheduler's limits (its serving policy) and the step timer's efficiency."""
     from roofline.perf.serving.run import DEFAULT_REQUESTS, build_fleet, parse_disagg, serve
@@ -86,7 +87,9 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     if network_gbps is not None and not disagg:
         raise RooflineError("--network-gbps sets the KV hand-off rate of --disagg P:D; add --disagg or drop it")
     eff = runtime_efficiency(choice, card, hwc, wl)
-    fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp), replicas, router.replace("-", "_"),
+    slot_context = None if context is None else tokens("--context", context)
+    fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp, slot_context), replicas,
+                        router.replace("-", "_"),
                         parse_disagg(disagg), network_gbps * 1e9 / 8 if network_gbps else None, eff=eff)
     trace_path = Path(trace) if trace else None
     prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
@@ -120,12 +123,15 @@ def serve_cmd(
     disagg: Annotated[Optional[str], typer.Option(help="Prefill/decode disaggregation P:D replicas.")] = None,
     network_gbps: Annotated[Optional[float], typer.Option(help="KV transfer rate for --disagg in Gbit/s per GPU "
                                                           "(default: the card's GPU link).")] = None,
+    context: Annotated[Optional[str], typer.Option(help="Tokens each slot of llama.cpp or Ollama holds (Ollama's "
+                                                   "num_ctx; llama-server's -c is this times its slots); default: "
+                                                   "the runtime's.")] = None,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Simulate a runtime serving a request stream: TTFT, ITL, end-to-end percentiles, throughput, goodput."""
     result = run_serve(store(cards), model, hw, runtime, concurrency, rate, trace, requests, prompt, output,
                        burstiness, slo_ttft, slo_itl, seed, quant, kv_quant, gpus, pp, replicas, router, disagg,
-                       network_gbps)
+                       network_gbps, context)
     data = result.summary()
     offered = rate if rate is not None else trace_rate(result) if trace else None
     if offered:  # arrivals faster than the fleet serves: the queue, and so TTFT, grow with the run

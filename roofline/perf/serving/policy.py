@@ -88,13 +88,23 @@ class ServingPolicy:
         return slot_share_tokens(ctx, self.effective_max_seqs, self.context_split) if ctx else ctx
 
 
-def policy_for(choice: RuntimeChoice | None, hw: HardwareCard | None = None, gpus: int = 1) -> ServingPolicy:
+def policy_for(choice: RuntimeChoice | None, hw: HardwareCard | None = None, gpus: int = 1,
+               context: int | None = None) -> ServingPolicy:
     """The serving policy of a runtime profile at the chosen version (`RuntimeProfile.serving_policy`: the
     profile YAML is the one source of these limits), named by its label ('vllm@0.8.0+'); None: generic. `hw` and
-    `gpus` (one replica's) set a default context that depends on the GPU memory (Ollama's)."""
+    `gpus` (one replica's) set a default context that depends on the GPU memory (Ollama's); `context`, the tokens
+    each slot of a per-slot runtime holds instead (Ollama's num_ctx; llama-server's -c is that times its slots)."""
+    values = {} if choice is None else \
+        choice.profile.serving_policy(choice.version or choice.range_start, replica_memory_bytes(hw, gpus))
+    if context is not None and values.get("memory_policy") != "per_slot":
+        raise RooflineError(f"--context sets the context of each slot of a per-slot runtime (llama.cpp, Ollama); "
+                            f"{choice.label if choice else 'without --runtime the simulation'} shares one KV pool "
+                            "across requests: drop --context")
     if choice is None:
         return ServingPolicy.generic()
-    values = choice.profile.serving_policy(choice.version or choice.range_start, replica_memory_bytes(hw, gpus))
+    if context is not None:
+        slots = values.get("parallel_slots") or values["max_num_seqs"]
+        values["slot_context_tokens"] = context * slots if values.get("context_split") else context
     # per-slot runtimes (llama.cpp, Ollama) keep each slot's own context: no block cache shared across requests
     caching = values.get("memory_policy") != "per_slot"
     return ServingPolicy.from_dict({**values, "name": choice.label, "prefix_caching": caching,

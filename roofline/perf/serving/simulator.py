@@ -96,10 +96,10 @@ class Simulation:
                                 f"{fix or 'use a shorter --prompt/--output'}")
         if total > self.limit:
             slots = self.fleet.setup.policy.memory_policy == "per_slot"
-            held = "a slot's context: the runtime's default, in a profile's slot_context_tokens" if slots else \
-                "the KV pool"
+            held = "a slot's context" if slots else "the KV pool"
+            more = f" or give serve --context {total:,} (a slot's tokens)" if slots else " or more memory"
             raise RooflineError(f"{where}: {total:,} tokens exceed what one sequence can hold here ({self.limit:,}, "
-                                f"{held}); {fix or 'use shorter requests' + ('' if slots else ' or more memory')}")
+                                f"{held}); {fix or 'use shorter requests' + more}")
 
     def _check_thrash(self) -> None:
         """Refuse a run whose KV pool thrashes: sequences preempted over and over, each recomputing its context
