@@ -69,3 +69,14 @@ def test_a_graph_holds_whole_sequences(tmp_path, capsys, value):
     cards = _runtime_cards(tmp_path, lambda t: t.replace("graph_max_batch: 160", f"graph_max_batch: {value}"))
     refused(cli(capsys, "predict", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "sglang", "--cards", cards),
             "graph_max_batch", "whole number")
+
+
+@pytest.mark.parametrize("name, text, needle", [
+    ("t.csv", "arrival_s,prompt_tokens,output_tokens\n0,1_000,100\n", "whole numbers"),
+    ("t.csv", "arrival_s,prompt_tokens,output_tokens\n0,\u0665\u0661\u0662,100\n", "whole numbers"),
+    ("t.jsonl", '{"arrival_s": 0, "prompt_tokens": 512, "output_tokens": 100, "prompt_tokens": 9}\n', "appears twice")])
+def test_a_trace_reads_plain_numbers_and_each_key_once(tmp_path, capsys, name, text, needle):
+    """float() took '1_000' and Arabic-Indic digits; a JSONL row's second value of a key silently won."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    refused(cli(capsys, "serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--trace", path), "line", needle)

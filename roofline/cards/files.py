@@ -142,6 +142,20 @@ def read_yaml_file(path: Path) -> object:
     return parse_yaml(read_text(path, MAX_CARD_BYTES, "YAML card"), path)
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object that gives one key twice."""
+
+
+def unique_keys(pairs: list) -> dict:
+    """json's object_pairs_hook: an object whose every key is given once (a second value would silently win)."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise DuplicateKeyError(f"key {twice[:60]!r} appears twice in one object; keep one")
+    return out
+
+
 def read_json_file(path: Path, what: str = "JSON file", nonfinite: bool = False) -> object:
     """JSON from a bounded file; NaN/Infinity refused (not JSON) unless `nonfinite` (then read as floats, for a reader
     whose every field check refuses them), nesting bounded by the parser's recursion limit."""
@@ -152,21 +166,13 @@ def read_json_file(path: Path, what: str = "JSON file", nonfinite: bool = False)
             return float(name.replace("Infinity", "inf"))
         raise ValueError(f"{name} is not a JSON number")
 
-    def once(pairs):  # a key given twice would silently take its last value
-        out = dict(pairs)
-        if len(out) < len(pairs):
-            seen: set = set()
-            twice = next(k for k, _ in pairs if k in seen or seen.add(k))
-            raise ValueError(f"key {twice[:60]!r} appears twice in one object; keep one")
-        return out
-
     def whole(digits: str) -> int:  # past Python's digit limit its error gives advice for its own API, not the user's
         if len(digits.lstrip("-")) > sys.get_int_max_str_digits():
             raise ValueError(f"a {len(digits.lstrip('-')):,}-digit integer, beyond any count a model config holds")
         return int(digits)
 
     try:
-        return json.loads(text, parse_constant=no_constant, object_pairs_hook=once, parse_int=whole)
+        return json.loads(text, parse_constant=no_constant, object_pairs_hook=unique_keys, parse_int=whole)
     except json.JSONDecodeError as err:
         raise CardError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from None
     except ValueError as err:

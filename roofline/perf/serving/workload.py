@@ -6,12 +6,14 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
+from roofline.cards.files import DuplicateKeyError, unique_keys
 from roofline.errors import RooflineError
 
 
@@ -131,9 +133,21 @@ COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip"), (b"BZh", "bzip2", "bunzip2"), (b"
               (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"), (b"PK\x03\x04", "zip", "unzip"))
 
 
+# a number as a CSV cell writes it: ASCII digits, one point, an exponent (Python's float() also takes '1_000',
+# Arabic-Indic and full-width digits, which no trace tool writes)
+PLAIN_NUMBER = re.compile(r"\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*")
+
+
+def _number(value) -> float:
+    """A trace cell or JSON value as a float: a JSON number, or text PLAIN_NUMBER takes."""
+    if isinstance(value, str) and not PLAIN_NUMBER.fullmatch(value):
+        raise ValueError(f"{value[:40]!r} is not a plain number")
+    return float(value)
+
+
 def _count(value) -> int:
     """A token count written as 512 or 512.0; 10.7 tokens is an error, not 10."""
-    number = float(value)
+    number = _number(value)
     if not number.is_integer():
         raise ValueError(f"{value!r} is not a whole number of tokens")
     return int(number)
@@ -153,7 +167,7 @@ def _row(raw: dict, where: str) -> Request:
     try:
         if any(isinstance(v, bool) for v in (arrival, prompt, output, raw.get("prefix_tokens"))):
             raise TypeError("a JSON true/false is not a number")
-        arrival = float(arrival)
+        arrival = _number(arrival)
         prompt, output, prefix_tokens = (_count(v) for v in (prompt, output, raw.get("prefix_tokens") or 0))
     except (TypeError, ValueError, OverflowError):
         raise RooflineError(f"{where}: arrival_s must be a finite number and prompt_tokens, output_tokens and "
@@ -225,9 +239,11 @@ def _jsonl_rows(f, path: Path) -> Iterator[tuple[int, dict]]:
         if not text.strip():
             continue
         try:
-            raw = json.loads(text)
+            raw = json.loads(text, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as err:
             raise RooflineError(f"--trace {path}, line {line}: not JSON ({err.msg})") from None
+        except DuplicateKeyError as err:
+            raise RooflineError(f"--trace {path}, line {line}: {err}") from None
         except (ValueError, RecursionError):  # a number of thousands of digits, arrays nested thousands deep
             raise RooflineError(f"--trace {path}, line {line}: not a JSON object of numbers; write "
                                 f"{{\"arrival_s\": 0.5, \"prompt_tokens\": 512, \"output_tokens\": 128}}") from None
