@@ -80,3 +80,8 @@ def test_a_trace_reads_plain_numbers_and_each_key_once(tmp_path, capsys, name, t
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     refused(cli(capsys, "serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--trace", path), "line", needle)
+
+
+@pytest.mark.parametrize("quant", ["bf16,", "ffn=fp8,,default=bf16", ",fp8"])
+def test_a_format_list_with_an_empty_entry_is_refused_as_a_card_list_is(capsys, quant):
+    refused(cli(capsys, "predict", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--quant", quant), "empty entry")

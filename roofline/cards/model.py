@@ -37,7 +37,10 @@ def parse_weight_spec(spec: str, what: str = "--quant") -> dict[str, str]:
     from roofline.errors import RooflineError
 
     out: dict[str, str] = {}
-    for part in (p.strip() for p in spec.split(",") if p.strip()):
+    parts = [p.strip() for p in spec.split(",")]
+    if spec.strip() and not all(parts):  # 'bf16,' or 'ffn=fp8,,default=bf16': `--hw a,` is refused the same way
+        raise RooflineError(f"{what}: {spec[:60]!r} has an empty entry between commas; drop the extra comma")
+    for part in (p for p in parts if p):
         component, eq, fmt = part.rpartition("=")
         if eq and not component.strip():  # '=mxfp4': an '=' with no component before it
             raise RooflineError(f"{what}: {part!r} names no component before '='; write {fmt.strip() or 'q4_k_m'} "
