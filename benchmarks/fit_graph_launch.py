@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from fit_runtimes import DATA, REPO  # benchmarks/, beside this script
+from roofline.calibrate.fit import error_summary
+from roofline.calibrate.loso_report import error_cell
 from roofline.calibrate.published import cards_of, predict_row, read_rows, runtime_of, source_document
 from roofline.calibrate.row_conditions import row_flags
 from roofline.calibrate.runtime_fit import ERROR_CAP, EXTRA_PARAMS, MIN_SHIPPED_SOURCES
@@ -132,9 +134,9 @@ def held_out(rows: list[Row]) -> list[tuple[Row, float]]:
 
 
 def _cell(logs: list[float]) -> tuple[float, str]:
-    pct = 100 * (np.exp(np.array(logs)) - 1)
-    return float(np.median(np.abs(pct))), f"{np.median(np.abs(pct)):.1f}% / {np.percentile(np.abs(pct), 90):.1f}% / " \
-                                          f"{np.median(pct):+.1f}%"
+    """(median |error| %, 'median / p90 / bias' cell) of signed log errors, as validate's tables print them."""
+    s = error_summary(np.exp(logs), np.ones(len(logs)))
+    return s["median_ape_pct"], error_cell(s)
 
 
 def judge(cand: Candidate, rows: list[Row]) -> tuple[list[str], bool, str]:

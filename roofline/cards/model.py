@@ -19,9 +19,10 @@ from roofline.cards.schema import (
     Vocab,
     Width,
     card_name,
+    comma_entries,
 )
 from roofline.cards.units import MAX_QUANTITY
-from roofline.errors import shown
+from roofline.errors import RooflineError, shown
 
 # full / sliding: GQA; chunked: Llama-4 local attention inside fixed chunks; mla: DeepSeek latent attention;
 # compressed: DeepSeek-V4 CSA/HCA (pooled KV); mamba1 / mamba2 / deltanet: recurrent mixers with a constant state;
@@ -34,13 +35,8 @@ COMPONENTS = ("embedding", "attention", "mamba", "ffn", "router", "experts", "sh
 def parse_weight_spec(spec: str, what: str = "--quant") -> dict[str, str]:
     """'q4_k_m' -> {'default': 'q4_k_m'}; 'ffn=nvfp4,default=bf16' -> per-component formats (canonical names).
     A bad spec raises RooflineError naming `what` (the option or card field it came from)."""
-    from roofline.errors import RooflineError
-
     out: dict[str, str] = {}
-    parts = [p.strip() for p in spec.split(",")]
-    if spec.strip() and not all(parts):  # 'bf16,' or 'ffn=fp8,,default=bf16': `--hw a,` is refused the same way
-        raise RooflineError(f"{what}: {spec[:60]!r} has an empty entry between commas; drop the extra comma")
-    for part in (p for p in parts if p):
+    for part in comma_entries(what, spec):
         component, eq, fmt = part.rpartition("=")
         if eq and not component.strip():  # '=mxfp4': an '=' with no component before it
             raise RooflineError(f"{what}: {part!r} names no component before '='; write {fmt.strip() or 'q4_k_m'} "
@@ -347,8 +343,6 @@ class Checkpoint(Strict):
     @field_validator("weights")
     @classmethod
     def _spec(cls, v: str) -> str:
-        from roofline.errors import RooflineError
-
         try:
             parse_weight_spec(v, "weights")
         except RooflineError as err:

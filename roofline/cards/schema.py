@@ -10,6 +10,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from roofline.cards.quantity import MIN_RATE
 from roofline.cards.versions import compute_capability_key
+from roofline.errors import RooflineError
 
 Num = Any  # a float, or a numpy array broadcast over batch x context (one code path for a point and a grid)
 
@@ -88,6 +89,17 @@ def first_problem(err: ValidationError) -> tuple[str, str, dict]:
     if first["type"] == "missing":
         msg = "required field is missing"
     return loc, msg, first
+
+
+def comma_entries(what: str, text: str) -> list[str]:
+    """The stripped entries of a comma-separated value, in order; [] where none is given (' ', ','); an empty entry
+    beside a given one ('a,,b', 'a,') is refused."""
+    entries = [v.strip() for v in text.split(",")]
+    if not any(entries):
+        return []
+    if not all(entries):
+        raise RooflineError(f"{what} {text[:60]!r}: an empty entry between commas; write a,b")
+    return entries
 
 
 def card_name(value: str, example: str) -> str:

@@ -9,6 +9,7 @@ import typer
 
 from roofline.cards.files import check_output_file
 from roofline.cards.runtime_windows import as_run
+from roofline.cards.schema import comma_entries
 from roofline.cards.store import CardStore
 from roofline.cards.units import DECIMAL_COMMA_HINT, QuantityError, parse_tokens
 from roofline.cli.output import warn, warn_on_success
@@ -296,11 +297,9 @@ def billions(n: float | None) -> str | None:
 
 def name_list(option: str, text: str) -> list[str]:
     """A comma-separated option's names, stripped, in order, each once; an empty entry ('a,,b', 'a,') is refused."""
-    names = [v.strip() for v in text.split(",")]
-    if not any(names):
+    names = comma_entries(option, text)
+    if not names:
         raise RooflineError(f"{option}: empty; give at least one, comma-separated")
-    if not all(names):
-        raise RooflineError(f"{option} {text!r}: an empty entry between commas; write a,b")
     return list(dict.fromkeys(names))
 
 
