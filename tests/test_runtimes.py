@@ -278,7 +278,8 @@ def test_fits_vllm_concurrency_comes_from_the_preallocated_pool():
     args = ("fits", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--context", "32k", "--json")
     generic, vllm = (json.loads(run_cli(*args, *extra).stdout) for extra in ((), ("--runtime", "vllm")))
     assert vllm["memory_policy"] == {"policy": "preallocate", "gpu_memory_utilization": 0.9, "kv_share": 1.0,
-                                     "context_default": False, "context_split": False, "max_num_seqs": 256}
+                                     "context_default": False, "context_split": False, "max_num_seqs": 256,
+                                     "sampled_seqs": 256}
     assert generic["capacity_bytes"] == 80 * 2**30  # the datasheet's 80 GB of HBM3 is binary
     assert vllm["capacity_bytes"] == pytest.approx(0.9 * 81559 * 2**20)  # of what nvidia-smi reports on an H100
     assert vllm["max_concurrency"] < generic["max_concurrency"]

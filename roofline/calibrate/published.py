@@ -245,7 +245,8 @@ def max_load_memory(hw, runtime: RuntimeChoice | None) -> tuple:
     if policy.get("memory_policy") == "per_slot":  # slots of a context no max-load row states: the whole memory
         return hw, Deployment()
     view, _, blocks, step, summary = runtime_memory_view(policy, hw, None, None, None)
-    return view, Deployment(block_tokens=blocks, max_step_tokens=step, kv_share=summary["kv_share"])
+    return view, Deployment(block_tokens=blocks, max_step_tokens=step, kv_share=summary["kv_share"],
+                            sampled_seqs=summary["sampled_seqs"])
 
 
 def _at_max_load(card, wl: Workload, load: MaxLoad) -> Workload:

@@ -109,7 +109,8 @@ def fits_cmd(
         # llm/server.go: "requested context size too large for model"); a --context asked for stays, with a note
         ctx, policy["context_capped_at_model"] = card.architecture.max_context, True
     ctx = _split_context(policy, ctx, context is None, wl.batch)
-    dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes, kv_share=policy["kv_share"])
+    dep = Deployment(wl.tp, wl.pp, block_tokens, max_step_tokens, runtime_bytes, kv_share=policy["kv_share"],
+                     sampled_seqs=policy["sampled_seqs"])
     b = memory_budget(card, hwc, wl.quant, wl.kv_quant, ctx, wl.batch, dep)
     data = {"runtime": runtime_label(choice), "memory_policy": policy, "block_tokens": block_tokens,
             **_budget_data(card, hwc, wl, ctx, dep, b, runtime_runs(choice, card, hwc), _options(policy, context))}

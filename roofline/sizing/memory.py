@@ -42,6 +42,10 @@ class Deployment:
     # request holds
     slot_tokens: int = 0
     kv_share: float = 1.0
+    # a pool sized once at start-up is sized beside the logits of the most sequences a step samples, however many
+    # run (vLLM's profile run samples max_num_seqs dummy requests; TensorRT-LLM's engine holds max_batch_size
+    # logits): that count; 0: the sequences asked
+    sampled_seqs: int = 0
 
     @property
     def gpus(self) -> int:
@@ -121,7 +125,7 @@ def activation_bytes(card: ModelCard, fmts: Formats, dep: Deployment, concurrenc
     att = arch.attention
     qkv = (att.num_heads + 2 * att.num_kv_heads) * att.head_dim if att else 0
     per_token = (2 * arch.hidden_size + (qkv + inner) / dep.tp) * fmts.act_bytes
-    logits = np.minimum(concurrency, dep.max_step_tokens) * arch.vocab_size / dep.tp * LOGIT_BYTES
+    logits = np.minimum(dep.sampled_seqs or concurrency, dep.max_step_tokens) * arch.vocab_size / dep.tp * LOGIT_BYTES
     return dep.max_step_tokens * per_token + logits
 
 
@@ -217,6 +221,7 @@ def preallocated_bytes(hw: HardwareCard, util: float) -> float:
     return util * hw.memory.usable_bytes
 
 
+STARTUP_POOLS = ("preallocate", "free_fraction")  # memory policies that size the KV pool once, at start-up
 DEFAULT_CONTEXT_TOKENS = 8192  # what `fits` sizes without --context and without a runtime default
 
 
@@ -239,7 +244,9 @@ def runtime_memory_view(policy: dict | None, hw: HardwareCard, ctx: int | None, 
         memory = hw.memory.model_copy(update={"capacity_bytes": preallocated_bytes(hw, util), "reserved_bytes": 0.0})
         hw = hw.model_copy(update={"memory": memory})
     share = policy.get("gpu_memory_utilization") if policy.get("memory_policy") == "free_fraction" else None
+    pooled = policy.get("memory_policy") in STARTUP_POOLS
     return hw, context, blocks, step, {"policy": policy.get("memory_policy") or "generic",
+                                       "sampled_seqs": (policy.get("max_num_seqs") or 0) if pooled else 0,
                                        "gpu_memory_utilization": util, "kv_share": share or 1.0,
                                        "context_default": ctx is None and default_ctx is not None,
                                        "context_split": bool(policy.get("context_split")),
