@@ -66,6 +66,27 @@ def test_serve_takes_a_slot_context_where_the_default_is_too_short(capsys):
                 "--requests", "2", "--context", "10k"), "one KV pool")
 
 
+def test_sweep_and_capacity_take_the_slot_context_serve_takes(capsys):
+    """--context on sweep and capacity sets each Ollama slot's context as on serve and fits: the static batch holds
+    it per sequence (fits' total at two sequences), a request beyond it is refused per configuration with the fix
+    named, and a shared-pool runtime refuses the flag in one line."""
+    small = ("-m", "llama-3.1-8b", "--hw", "rtx-4080", "--quant", "q4_k_m", "--runtime", "ollama")
+    held = _json(capsys, "fits", *small, "--context", "12k", "--concurrency", "2")["total_bytes"]
+    row = _json(capsys, "sweep", *small, "--static", "--concurrency", "2", "--context", "12k")["rows"][0]
+    assert row["memory_per_gpu_bytes"] == held
+    looped = _json(capsys, "sweep", *small, "--concurrency", "1", "--prompt", "8k", "--output", "16",
+                   "--requests-per-client", "1", "--context", "10k")["rows"][0]
+    assert looped["requests"] == 1
+    search = ("capacity", *small, "--slo-ttft", "30", "--slo-itl", "1", "--prompt", "3000", "--output", "16")
+    short = _json(capsys, *search, "--context", "2k")
+    assert short["slot_context_tokens"] == 2048
+    assert all(not r["fits"] and "--context 3016" in r["why"] for r in short["configurations"])
+    assert any(r.get("max_rate_per_s") for r in _json(capsys, *search, "--context", "4k")["configurations"])
+    for command in (("sweep", "--concurrency", "1"), ("capacity", "--slo-ttft", "2", "--slo-itl", "0.1")):
+        refused(cli(capsys, command[0], "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm", *command[1:],
+                    "--context", "10k"), "one KV pool")
+
+
 def test_short_by_is_the_memory_a_pool_runtime_lacks(capsys):
     """TensorRT-LLM's pool takes 90% of what the rest leaves: the shortfall is what the device lacks, the KV's share
     over 0.9, at least the total beyond the capacity (not 0.9 of it)."""

@@ -118,6 +118,9 @@ class RuntimeProfile(Strict):
     # weight format -> the oldest NVIDIA compute capability whose kernels run it (TensorRT-LLM: FP8 from Ada's 8.9)
     format_min_compute_capability: dict[str, ComputeCapability] = {}
     weight_formats: list[str] = Field(min_length=1)  # the formats it can load (see `roofline formats`)
+    # weight format -> the first release that loads it (vLLM: MXFP4 from 0.10.1); a version asked for that is older
+    # is refused; each needs a source (format_since.<format>)
+    format_since: dict[str, str] = {}
     kv_formats: list[str] = Field(min_length=1)
     default_kv_format: str
     cuda_graphs: StrictBool | None = None
@@ -229,12 +232,26 @@ class RuntimeProfile(Strict):
                 raise ValueError(f"{key}: name a vendor in runs_on, in lowercase ({', '.join(self.runs_on)})")
             if key not in self.sources:
                 raise ValueError(f"{key}: sources must say where the runtime's docs give it ({key})")
-        for fmt in self.format_min_compute_capability:
-            key = f"format_min_compute_capability.{fmt}"
-            if card_format(fmt).name not in self.weight_formats:
-                raise ValueError(f"{key}: name a format in weight_formats ({', '.join(self.weight_formats)})")
-            if key not in self.sources:
-                raise ValueError(f"{key}: sources must say where the runtime's docs give it ({key})")
+        for table in ("format_min_compute_capability", "format_since"):
+            for fmt in getattr(self, table):
+                key = f"{table}.{fmt}"
+                if card_format(fmt).name not in self.weight_formats:
+                    raise ValueError(f"{key}: name a format in weight_formats ({', '.join(self.weight_formats)})")
+                if key not in self.sources:
+                    raise ValueError(f"{key}: sources must say where the runtime's docs give it ({key})")
+        for version in self.format_since.values():
+            version_key(version)  # a ValueError naming the text that is not a version
+
+    def formats_at(self, version: str | None) -> list[str]:
+        """The weight formats this runtime loads at `version` (None: the newest profile, every one of them)."""
+        if version is None:
+            return self.weight_formats
+        since = {card_format(f).name: version_key(v) for f, v in self.format_since.items()}
+        return [f for f in self.weight_formats if f not in since or version_key(version) >= since[f]]
+
+    def first_version(self, fmt: str) -> str | None:
+        """The release `format_since` names for weight format `fmt` (None: every profiled one loads it)."""
+        return next((v for f, v in self.format_since.items() if card_format(f).name == fmt), None)
 
     def _windows_ignored_cited(self) -> None:
         """Each `windows_ignored` list (the profile's, a version's) cites where the runtime's code shows it."""

@@ -17,7 +17,7 @@ from roofline.errors import RooflineError, UnknownNameError
 from roofline.importers import open_store
 from roofline.importers.checkpoint import assumed_notes
 from roofline.perf.efficiency import Efficiency, check_runtime_supports, expected_efficiency
-from roofline.perf.serving.policy import replica_memory_bytes
+from roofline.perf.serving.policy import check_slot_context, replica_memory_bytes
 from roofline.perf.workload import MAX_COUNT
 from roofline.sizing.memory import Deployment, runtime_memory_view, slot_share_tokens
 
@@ -66,6 +66,9 @@ TokOpt = Annotated[str, typer.Option(help="Token count: 500, 4k, 128K, 1M.")]
 GpusOpt = Annotated[int, typer.Option("--gpus", help="GPUs in tensor parallel (shards weights and KV heads); under "
                                      "llama.cpp and Ollama, layers split across them (their default).")]
 PpOpt = Annotated[int, typer.Option("--pp", help="Pipeline-parallel stages (GPUs = gpus x pp).")]
+SlotContextOpt = Annotated[Optional[str], typer.Option("--context", help="Tokens each slot of llama.cpp or Ollama "
+                                                       "holds (Ollama's num_ctx; llama-server's -c is this times its "
+                                                       "slots); default: the runtime's.")]
 
 
 def tokens(option: str, value: str | int, allow_zero: bool = False) -> int:
@@ -158,17 +161,18 @@ def beyond_context(card, context_tokens: int) -> list[str]:
     return [f"{context_tokens:,} tokens is beyond {card.name}'s max context of {most:,}"]
 
 
-def runtime_sizing(choice: RuntimeChoice | None, hw, wl, model) -> tuple:
+def runtime_sizing(choice: RuntimeChoice | None, hw, wl, model, context: int | None = None) -> tuple:
     """(card as the runtime's memory policy sees it, Deployment, capacity text): the share of each GPU a
     preallocating runtime takes (vLLM's gpu_memory_utilization) and the KV block and step tokens it sizes with,
     as `fits --runtime` counts them, and the context a per-slot runtime (llama.cpp, Ollama) allocates for every
     sequence, cut to the `model` card's context as `fits` cuts it, so `predict`, `compare` and `sweep` give the
-    verdict `fits` gives."""
-    view, context, blocks, step, policy = runtime_memory_view(runtime_policy(choice, hw, wl.tp * wl.pp), hw, None,
-                                                              None, None)
-    slot = min(context, model.architecture.max_context) if policy["policy"] == "per_slot" else 0
-    if slot:  # one slot per sequence of the batch
-        slot = slot_share_tokens(slot, wl.batch, policy["context_split"])
+    verdict `fits` gives. `context`: the tokens each slot holds instead of the runtime's default (--context)."""
+    memory_policy = runtime_policy(choice, hw, wl.tp * wl.pp)
+    check_slot_context(choice, memory_policy, context)
+    view, slot_ctx, blocks, step, policy = runtime_memory_view(memory_policy, hw, context, None, None)
+    slot = min(slot_ctx, model.architecture.max_context) if policy["policy"] == "per_slot" else 0
+    if slot:  # one slot per sequence of the batch; a --context asked for is each slot's
+        slot = slot_share_tokens(slot, wl.batch, policy["context_split"] and context is None)
         warn_beyond_slot(choice, wl, slot)
     text = capacity_label(view.memory.capacity_bytes, view.memory.capacity_binary)
     util = policy["gpu_memory_utilization"]

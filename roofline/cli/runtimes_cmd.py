@@ -17,7 +17,8 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=N
 def list_cmd(as_json: JsonOpt = False, cards: CardsOpt = None):
     st = store(cards)
     rows = [{"name": p.name, "display_name": p.display_name, "aliases": p.aliases, "versions": p.version_names(),
-             "runs_on": p.runs_on, "weight_formats": p.weight_formats, "origin": st.origin("runtimes", p.name),
+             "runs_on": p.runs_on, "weight_formats": p.weight_formats,
+             "format_since": p.format_since, "origin": st.origin("runtimes", p.name),
              "fitted_scopes": sorted(p.fitted), **p.serving_policy()} for p in st.all("runtimes")]
     for problem in st.problems("runtimes"):  # known once every profile was read
         warn(f"skipped a runtime profile: {problem}")

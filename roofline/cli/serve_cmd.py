@@ -22,6 +22,8 @@ from roofline.cli.common import (
     PpOpt,
     QuantOpt,
     RuntimeOpt,
+    SlotContextOpt,
+    check_slot_context,
     fmt_rate,
     fmt_s,
     kv_default,
@@ -32,6 +34,7 @@ from roofline.cli.common import (
     runtime_choice,
     runtime_efficiency,
     runtime_label,
+    runtime_policy,
     store,
     tokens,
     unique_cards,
@@ -123,9 +126,7 @@ def serve_cmd(
     disagg: Annotated[Optional[str], typer.Option(help="Prefill/decode disaggregation P:D replicas.")] = None,
     network_gbps: Annotated[Optional[float], typer.Option(help="KV transfer rate for --disagg in Gbit/s per GPU "
                                                           "(default: the card's GPU link).")] = None,
-    context: Annotated[Optional[str], typer.Option(help="Tokens each slot of llama.cpp or Ollama holds (Ollama's "
-                                                   "num_ctx; llama-server's -c is this times its slots); default: "
-                                                   "the runtime's.")] = None,
+    context: SlotContextOpt = None,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Simulate a runtime serving a request stream: TTFT, ITL, end-to-end percentiles, throughput, goodput."""
@@ -186,7 +187,7 @@ def capacity_cmd(
     usd_per_gpu_hour: Annotated[Optional[str], typer.Option(
         help="Price of one GPU-hour in USD, for every card (3.5) or per card (h100-sxm=3.99,b200=6.69).")] = None,
     prompt: LenOpt = DEFAULT_PROMPT, output: LenOpt = DEFAULT_OUTPUT,
-    seed: Annotated[int, typer.Option(min=0, help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Random seed.")] = 0, context: SlotContextOpt = None,
     as_json: JsonOpt = False, cards: CardsOpt = None,
 ):
     """Search GPUs per replica, weight and KV formats (--quant: that weight format only) for the highest Poisson
@@ -200,8 +201,10 @@ def capacity_cmd(
     hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
     if not hws:
         raise RooflineError("capacity needs at least one --hw card (comma-separated for several)")
+    slot_context = None if context is None else tokens("--context", context)
     for h in hws:  # the fixed format is one the runtime runs on each card, or one line says why not
         runtime_efficiency(choice, card, h, make_workload(quant=weights, kv_quant=kv_default(choice, None)))
+        check_slot_context(choice, runtime_policy(choice, h, 1), slot_context)
     prices = cap.parse_prices(usd_per_gpu_hour, hws)
     prompt_lengths, output_lengths = parse_lengths("--prompt", prompt), parse_lengths("--output", output)
     longest, ctx = prompt_lengths.upper + output_lengths.upper, card.architecture.max_context
@@ -211,9 +214,10 @@ def capacity_cmd(
     jobs = sum(len(cap.candidates(card, h, choice, weights)) for h in hws)
     with progress("searching configurations", jobs) as advance:
         rows = cap.capacity(card, hws, choice, prompt_lengths, output_lengths, slo_ttft, slo_itl, target_rate, prices,
-                            seed, advance=advance, weights=weights)
+                            seed, advance=advance, weights=weights, context=slot_context)
     data = {"model": card.name, "runtime": runtime_label(choice), "slo_ttft_s": slo_ttft, "slo_itl_s": slo_itl,
             "attainment": cap.ATTAINMENT, "prompt": prompt, "output": output, "target_rate_per_s": target_rate,
+            "slot_context_tokens": slot_context,
             "load_point": {"min_requests": cap.MIN_REQUESTS, "min_arrival_s": cap.MIN_ARRIVAL_S,
                            "warmup_share": cap.WARMUP_SHARE, "overload_share": cap.OVERLOAD_SHARE,
                            "rate_tolerance": cap.RATE_TOLERANCE},

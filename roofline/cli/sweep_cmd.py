@@ -15,6 +15,7 @@ from roofline.cli.common import (
     PpOpt,
     QuantOpt,
     RuntimeOpt,
+    SlotContextOpt,
     TokOpt,
     fmt_rate,
     fmt_s,
@@ -66,6 +67,7 @@ def sweep_cmd(
     requests_per_client: Annotated[Optional[int], typer.Option(help="Closed loop: requests each client sends.  "
                                                                "[default: 4]")] = None,
     seed: Annotated[Optional[int], typer.Option(min=0, help="Closed loop: random seed.  [default: 0]")] = None,
+    context: SlotContextOpt = None,
 ):
     """Aggregate and per-request tok/s, ITL and TTFT as concurrency grows. By default N clients in a closed loop
     (each sends its next request when the last completes) through the runtime's scheduler, with the static
@@ -85,7 +87,8 @@ def sweep_cmd(
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
-    held, dep, capacity = runtime_sizing(choice, hwc, wl, card)
+    slot_context = None if context is None else tokens("--context", context)
+    held, dep, capacity = runtime_sizing(choice, hwc, wl, card, slot_context)
     limit = max_concurrency(card, held, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens, dep)
     if limit < 1:  # nothing to tabulate: say why and what would fit, in one line
         fixes = [a["flag"] for a in run_instead(card, held, wl.model_copy(update={"batch": 1}), None, eff, dep,
@@ -102,7 +105,8 @@ def sweep_cmd(
             "output_tokens": wl.output_tokens, "max_concurrency": limit,
             "mode": "static" if static else "closed_loop", "rows": rows}
     if not static:
-        rows = data["rows"] = _closed_loop_rows(card, hwc, wl, choice, eff, levels, rows, requests_per_client, seed)
+        rows = data["rows"] = _closed_loop_rows(card, hwc, wl, choice, eff, levels, rows, requests_per_client, seed,
+                                                slot_context)
 
     header = (f"{card.name} on {hwc.name} · runtime {data['runtime']} · {wl.prompt_tokens}-token prompts → "
               f"{wl.output_tokens} tokens")
@@ -150,7 +154,8 @@ def _closed_loop_options(static: bool, requests_per_client: int | None, seed: in
     return REQUESTS_PER_CLIENT if requests_per_client is None else requests_per_client, seed or 0
 
 
-def _closed_loop_rows(card, hwc, wl, choice, eff, levels, static_rows, requests_per_client, seed) -> list[dict]:
+def _closed_loop_rows(card, hwc, wl, choice, eff, levels, static_rows, requests_per_client, seed,
+                      slot_context: int | None = None) -> list[dict]:
     """The closed-loop simulation at each level, with the static batch's figures as static_* columns."""
     from roofline.perf.serving.policy import policy_for
     from roofline.perf.serving.run import build_fleet, check_requests_per_client, check_size, closed_loop_row
@@ -159,7 +164,7 @@ def _closed_loop_rows(card, hwc, wl, choice, eff, levels, static_rows, requests_
     for n in levels:  # every level checked before the first is simulated, and all of them together
         check_size(1, n)
     check_requests_per_client(requests_per_client, sum(levels))  # the levels together, as one serve run's cap
-    fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp), eff=eff)
+    fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp, slot_context), eff=eff)
     prompt, output = Lengths("fixed", wl.prompt_tokens), Lengths("fixed", wl.output_tokens)
     rows = []
     with progress("simulating the closed loops", sum(levels) * requests_per_client) as advance:

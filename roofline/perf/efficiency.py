@@ -304,6 +304,22 @@ def check_format_generation(prof: RuntimeProfile, hw: HardwareCard, used: set[st
                             f"{' or '.join(smallest(ok))}")
 
 
+def check_format_version(runtime: RuntimeChoice, used: set[str]) -> None:
+    """One line and exit 2 when a weight format came after the runtime version asked for (vllm@0.6.0 and NVFP4,
+    ModelOpt's from 0.8.0); no version asked: the newest, which loads them all."""
+    prof, ok = runtime.profile, runtime.profile.formats_at(runtime.version)
+    for fmt in sorted(used - set(ok)):
+        first = prof.first_version(fmt)
+        raise RooflineError(f"{prof.display_name} loads {fmt} weights from {first} on; {runtime.label} is older: "
+                            f"ask for --runtime {prof.name}@{first} or newer, or pick --quant {' or '.join(nearest(ok, fmt))}")
+
+
+def nearest(formats: list[str], fmt: str, most: int = 3) -> list[str]:
+    """The `most` formats of `formats` whose bits per weight come closest to `fmt`'s (what to suggest instead)."""
+    bits = weight_format(fmt).bits_per_value
+    return sorted(formats, key=lambda f: abs(weight_format(f).bits_per_value - bits))[:most]
+
+
 def smallest(formats: list[str], most: int = 4) -> list[str]:
     """The `most` formats of `formats` that store the fewest bits per weight, fewest first (what to suggest)."""
     return sorted(formats, key=lambda f: weight_format(f).bits_per_value)[:most]
@@ -331,6 +347,7 @@ def check_runtime_supports(runtime: RuntimeChoice | None, card: ModelCard, hw: H
     if missing:
         raise RooflineError(f"{prof.display_name} cannot run {'/'.join(missing)} weights; it loads "
                             f"{', '.join(prof.weight_formats)} (pick one with --quant)")
+    check_format_version(runtime, used)
     check_format_generation(prof, hw, used)
     if kv_quant not in prof.kv_formats:
         raise RooflineError(f"{prof.display_name} has no {kv_quant} KV cache; use --kv-quant "

@@ -83,7 +83,7 @@ def candidates(card: ModelCard, hw: HardwareCard, runtime: RuntimeChoice | None 
     kvs = ["bf16"] + (["fp8"] if "fp8" in peaks else [])
     if runtime is not None:
         prof = runtime.profile
-        formats = formats if weights else [w for w in formats + list(QUANTIZED_CANDIDATES) if w in prof.weight_formats]
+        formats = formats if weights else [w for w in formats + list(QUANTIZED_CANDIDATES) if w in prof.formats_at(runtime.version)]
         kvs = [prof.default_kv_format] + [k for k in [*kvs, *QUANTIZED_KV] if k in prof.kv_formats and k not in
                                           ("bf16", prof.default_kv_format)]  # bf16 or the default, not both
     heads = card.architecture.attention.num_heads if card.architecture.attention else 1
@@ -206,8 +206,9 @@ def highest_passing(probe: Callable[[float], dict], start: float) -> tuple[float
 
 
 def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, prompt: Lengths, output: Lengths,
-                  slo: Slo, seed: int = 0) -> dict:
-    """The highest rate meeting the SLO for one configuration (or why it cannot run)."""
+                  slo: Slo, seed: int = 0, context: int | None = None) -> dict:
+    """The highest rate meeting the SLO for one configuration (or why it cannot run); `context`: the tokens each
+    slot of a per-slot runtime holds instead of its default."""
     layer_split = runtime is not None and runtime.profile.multi_gpu == "layer"  # llama.cpp -sm layer: pipeline stages
     wl = make_workload(quant=cfg.quant, kv_quant=cfg.kv_quant, tp=1 if layer_split else cfg.tp,
                        pp=cfg.tp if layer_split else 1)
@@ -215,7 +216,7 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
            "kv_quant": cfg.kv_quant}
     try:
         check_runtime_supports(runtime, card, cfg.hw, wl.quant, wl.kv_quant)
-        fleet = build_fleet(card, cfg.hw, wl, policy_for(runtime, cfg.hw, cfg.tp),
+        fleet = build_fleet(card, cfg.hw, wl, policy_for(runtime, cfg.hw, cfg.tp, context),
                             eff=expected_efficiency(cfg.hw, runtime))
     except RooflineError as err:  # the search itself tries more GPUs and smaller formats: no advice to give
         return {**row, "fits": False, "why": str(err).removesuffix(MORE_MEMORY)}
@@ -290,7 +291,8 @@ def _search(args) -> dict:
 def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | None, prompt: Lengths,
              output: Lengths, slo_ttft_s: float, slo_itl_s: float, target_rate: float | None = None,
              usd_per_gpu_hour: dict[str, float] | None = None, seed: int = 0, workers: int | None = None,
-             advance: Callable[[], None] | None = None, weights: str | None = None) -> list[dict]:
+             advance: Callable[[], None] | None = None, weights: str | None = None,
+             context: int | None = None) -> list[dict]:
     """Every candidate configuration's row (`weights`: one weight format only, as `candidates` takes it), searched
     in `workers` processes (default: up to 2, one per core); `advance()` is called as each is done."""
     check_slos(slo_ttft_s, slo_itl_s)
@@ -298,7 +300,7 @@ def capacity(card: ModelCard, hws: list[HardwareCard], runtime: RuntimeChoice | 
         raise RooflineError(f"--target-rate: must be a number of requests/s above 0 and at most {MAX_TARGET_RATE:g}, "
                             f"got {target_rate}")
     slo = Slo(slo_ttft_s, slo_itl_s)
-    jobs = [(card, cfg, runtime, prompt, output, slo, seed) for hw in hws
+    jobs = [(card, cfg, runtime, prompt, output, slo, seed, context) for hw in hws
             for cfg in candidates(card, hw, runtime, weights)]
     workers = workers or min(2, os.cpu_count() or 1, len(jobs))
     advance = advance or (lambda: None)

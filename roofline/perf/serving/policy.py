@@ -88,6 +88,15 @@ class ServingPolicy:
         return slot_share_tokens(ctx, self.effective_max_seqs, self.context_split) if ctx else ctx
 
 
+def check_slot_context(choice: RuntimeChoice | None, values: dict | None, context: int | None) -> None:
+    """One line and exit 2 for --context (the tokens each slot of a per-slot runtime holds) under a runtime that
+    shares one KV pool across requests, where no slot has a context of its own."""
+    if context is not None and (values or {}).get("memory_policy") != "per_slot":
+        raise RooflineError(f"--context sets the context of each slot of a per-slot runtime (llama.cpp, Ollama); "
+                            f"{choice.label if choice else 'without --runtime roofline'} shares one KV pool "
+                            "across requests: drop --context")
+
+
 def policy_for(choice: RuntimeChoice | None, hw: HardwareCard | None = None, gpus: int = 1,
                context: int | None = None) -> ServingPolicy:
     """The serving policy of a runtime profile at the chosen version (`RuntimeProfile.serving_policy`: the
@@ -96,10 +105,7 @@ def policy_for(choice: RuntimeChoice | None, hw: HardwareCard | None = None, gpu
     each slot of a per-slot runtime holds instead (Ollama's num_ctx; llama-server's -c is that times its slots)."""
     values = {} if choice is None else \
         choice.profile.serving_policy(choice.version or choice.range_start, replica_memory_bytes(hw, gpus))
-    if context is not None and values.get("memory_policy") != "per_slot":
-        raise RooflineError(f"--context sets the context of each slot of a per-slot runtime (llama.cpp, Ollama); "
-                            f"{choice.label if choice else 'without --runtime the simulation'} shares one KV pool "
-                            "across requests: drop --context")
+    check_slot_context(choice, values, context)
     if choice is None:
         return ServingPolicy.generic()
     if context is not None:

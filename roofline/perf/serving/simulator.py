@@ -97,7 +97,7 @@ class Simulation:
         if total > self.limit:
             slots = self.fleet.setup.policy.memory_policy == "per_slot"
             held = "a slot's context" if slots else "the KV pool"
-            more = f" or give serve --context {total:,} (a slot's tokens)" if slots else " or more memory"
+            more = f" or give --context {total} (a slot's tokens)" if slots else " or more memory"
             raise RooflineError(f"{where}: {total:,} tokens exceed what one sequence can hold here ({self.limit:,}, "
                                 f"{held}); {fix or 'use shorter requests' + more}")
 
