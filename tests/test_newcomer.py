@@ -167,6 +167,21 @@ def test_model_names_and_ollama_tags(model, card, quant, capsys):
         assert d["quant"] == quant
 
 
+@pytest.mark.parametrize("tag, card, quant, weights_gb", [
+    ("qwen3:30b", "qwen3-30b-a3b", "q4_k_m", (17, 20)), ("llama3.1:8b", "llama-3.1-8b", "q4_k_m", (4.5, 5.2)),
+    ("gpt-oss:20b", "gpt-oss-20b", "bf16+mxfp4", (12, 15))])
+def test_a_bare_ollama_tag_is_the_library_build(tag, card, quant, weights_gb, capsys):
+    """'ollama pull qwen3:30b' fetches the library's Q4_K_M GGUF (about 19 GB), not the BF16 checkpoint (61 GB), so
+    the bare tag sizes Q4_K_M; gpt-oss ships MXFP4 experts of its own, which the library keeps. The card's own name
+    keeps the checkpoint's formats."""
+    fits = ("--hw", "rtx-4090", "--runtime", "ollama", "--json")
+    d = json.loads(ok(cli(capsys, "fits", "-m", tag, *fits)))
+    assert d["model"] == card and d["quant"] == quant and d["fits"]
+    assert weights_gb[0] < d["budget"]["weights"] / 1e9 < weights_gb[1]
+    named = json.loads(ok(cli(capsys, "fits", "-m", card, *fits)))
+    assert named["native_formats"] and (named["quant"] == quant) == (card == "gpt-oss-20b")
+
+
 def test_tag_format_conflicting_with_quant_refused(capsys):
     refused(cli(capsys, "predict", "-m", "llama3.3:70b-instruct-q4_K_M", "--hw", "h100", "--quant", "fp8"), "q4_k_m")
 

@@ -16,9 +16,9 @@ import yaml
 from pydantic import BaseModel
 
 from roofline.cards.card_file import DIRECTORY, WEIGHT_FILE_SUFFIXES, ModelLoader, load_card
-from roofline.cards.formats import WEIGHT_FORMATS
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
+from roofline.cards.tags import ollama_library_format, split_format_tag
 from roofline.errors import CardError, RooflineError, UnknownNameError
 
 if TYPE_CHECKING:
@@ -242,12 +242,16 @@ class CardStore:
     def model_and_format(self, name: str) -> tuple[ModelCard, str | None]:
         """A model and the weight formats its name carries, if any: a published checkpoint the card lists
         ('nvidia/Gemma-4-31B-IT-NVFP4' -> (gemma-4-31b, 'ffn=nvfp4,default=bf16')), an Ollama tag like
-        'llama3.3:70b-instruct-q4_K_M' -> (llama-3.3-70b, 'q4_k_m'); a plain name -> (card, None)."""
+        'llama3.3:70b-instruct-q4_K_M' -> (llama-3.3-70b, 'q4_k_m'), a bare Ollama library tag 'qwen3:30b' -> (its card,
+        the library's format: `ollama_library_format`); a plain name -> (card, None)."""
         base, fmt = split_format_tag(name)
         if fmt and self._by_name("models", name) is None and self._by_name("models", base) is not None:
             return self.get("models", base), fmt
         card = self.get("models", name)
-        return card, checkpoint_weights(card, name)
+        fmt = checkpoint_weights(card, name)
+        if fmt is None and ":" in name and not Path(name).expanduser().exists():
+            fmt = ollama_library_format(card)
+        return card, fmt
 
     def match(self, kind: str, text: str):
         """The card a free-text description names ("2x NVIDIA H100 SXM 80GB" -> h100-sxm, "ggml-org/Qwen2.5-Coder-
@@ -344,29 +348,6 @@ def name_key(text: str) -> str:
     """A name with case, spaces and punctuation other than '.' dropped: 'DGX Spark' and 'dgx-spark' -> 'dgxspark',
     'Llama 3.3 70B' and 'llama3.3:70b' -> 'llama3.370b' (the dot kept: 'qwen2.5-7b' is not 'qwen25-7b')."""
     return re.sub(r"[^a-z0-9.]+", "", text.lower())
-
-
-# Ollama-style tag suffixes: 'llama3.3:70b-instruct-q4_K_M' names llama3.3:70b in q4_k_m ('-instruct' is the tuned
-# variant the cards describe already)
-_VARIANTS = ("-instruct", "-chat", "-it", "-text")
-
-
-def split_format_tag(name: str) -> tuple[str, str | None]:
-    """('llama3.3:70b', 'q4_k_m') from 'llama3.3:70b-instruct-q4_K_M'; (name, None) when no format ends the tag."""
-    text = name.strip()
-    if ":" not in text:
-        return text, None
-    lower = text.lower()
-    for fmt in sorted((f.name for f in WEIGHT_FORMATS), key=len, reverse=True):
-        for sep in ("-", "_", ":"):
-            if lower.endswith(sep + fmt):
-                base = text[: -len(fmt) - 1]
-                for variant in _VARIANTS:
-                    if base.lower().endswith(variant):
-                        base = base[: -len(variant)]
-                        break
-                return base, fmt
-    return text, None
 
 
 _SIZE = re.compile(r"\d+[bm]")  # a parameter-count token: "4b", "70b", "135m"
