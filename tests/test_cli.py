@@ -137,3 +137,17 @@ def test_models_import_writes_user_card(tmp_path, isolated_home):
     assert json.loads(shown.stdout)["origin"] == "user"
     again = run_cli("models", "import", str(config), "--name", "tiny-llama")
     assert again.returncode == 2 and "already exists" in again.stderr
+
+
+@pytest.mark.parametrize("args", [("formats",), ("hw", "show", "h100"), ("models", "show", "llama-3.1-8b")])
+def test_a_reader_that_stops_early_is_no_error(args):
+    """`roofline formats | head -1`: the reader closes the pipe after one line; the command exits 0 and says nothing
+    (rich's console had exited 1, failing `set -o pipefail` scripts)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "roofline", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.read(10)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0 and err == b""

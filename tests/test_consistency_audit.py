@@ -162,3 +162,24 @@ def test_a_phase_time_shares_sum_to_one(capsys):
     d = _json(capsys, "predict", "-m", "llama-3.2-1b", "--hw", "b200", "--runtime", "vllm")
     for phase in d["phases"].values():
         assert sum(phase["time_share"].values()) == pytest.approx(1.0) and phase["time_share"]["host"] > 0
+
+
+@pytest.mark.parametrize("model, runtime, chunked, budget", [
+    ("llama-2-13b", "vllm@0.6.0", False, 4096), ("llama-3.1-8b", "vllm@0.6.0", True, 512),
+    ("llama-2-13b", "vllm", True, 8192)])
+def test_vllm_v0_chunks_prefill_only_above_32k(model, runtime, chunked, budget, capsys):
+    """vLLM 0.6 chunks prefill (512 tokens a step) only for models of more than 32K context; below, a prompt runs
+    whole in a step of up to the model's context, batched with the others, where the simulator had let one prompt at
+    a time through a 512-token budget (TTFT p50 125 s at 4 requests/s); V1 chunks every model."""
+    d = _json(capsys, "serve", "-m", model, "--hw", "h100-sxm", "--runtime", runtime, "--rate", "4", "--requests",
+              "200", "--prompt", "1000", "--output", "200")
+    assert d["scheduler"]["chunked_prefill"] is chunked and d["scheduler"]["max_num_batched_tokens"] == budget
+    assert d["ttft_s"]["p50"] < 0.5 and not d.get("overloaded")
+
+
+def test_a_prompt_beyond_an_unchunked_step_is_refused(capsys):
+    """TensorRT-LLM without chunked prefill runs a prompt's context phase in one step of max_num_tokens (8,192): a
+    10,000-token prompt is refused in one line, not queued until every running request has finished."""
+    refused(cli(capsys, "serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "trtllm", "--rate", "1",
+                "--prompt", "10000", "--output", "300", "--requests", "10"), "10,000-token prompt", "8,192",
+            "chunked prefill")

@@ -17,7 +17,8 @@ from roofline.errors import RooflineError, UnknownNameError
 from roofline.perf.efficiency import FLOORS, FRACTIONS, Efficiency, expected_efficiency
 
 PROFILES = sorted((REPO / "runtimes").glob("*.yaml"))
-CONTRACT = {"max_num_batched_tokens", "max_num_seqs", "chunked_prefill", "block_size_tokens", "parallel_slots",
+CONTRACT = {"max_num_batched_tokens", "max_num_seqs", "chunked_prefill", "chunked_prefill_above_context",
+            "block_size_tokens", "parallel_slots",
             "slot_context_tokens", "memory_policy", "gpu_memory_utilization", "default_context_tokens",
             "default_context_tiers", "context_split"}
 

@@ -46,6 +46,9 @@ class Scheduler(Strict):
     max_num_batched_tokens: int | None = Field(None, gt=0, le=MAX_CONTEXT)
     max_num_seqs: int | None = Field(None, gt=0, le=MAX_SEQUENCES)
     chunked_prefill: StrictBool | None = None
+    # chunked prefill on only for models whose context exceeds this (vLLM V0: 32K); at or below it a prompt runs
+    # whole, in a step of up to the model's context; 0: every model (a later version undoing an earlier threshold)
+    chunked_prefill_above_context: int | None = Field(None, ge=0, le=MAX_CONTEXT)
     block_size_tokens: int | None = Field(None, gt=0, le=MAX_SMALL)
     parallel_slots: int | None = Field(None, gt=0, le=MAX_SLOTS)
     slot_context_tokens: int | None = Field(None, gt=0, le=MAX_CONTEXT)

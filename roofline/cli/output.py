@@ -78,7 +78,14 @@ def console(stderr: bool = False):
 
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else 160  # pipes and files get wide tables, not 80 columns
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+
+    class PipedConsole(Console):
+        def on_broken_pipe(self) -> None:
+            """`roofline formats | head -1`: left to the app's handler (the reader has what it wanted: exit 0), where
+            rich's own exits 1 and fails a `set -o pipefail` script."""
+            raise BrokenPipeError
+
+    return PipedConsole(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 
 @contextmanager

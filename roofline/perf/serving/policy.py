@@ -32,6 +32,7 @@ class ServingPolicy:
     max_num_batched_tokens: int = 8192  # tokens per engine step (prefill chunks + decodes)
     max_num_seqs: int = 256  # running sequences
     chunked_prefill: bool = True  # long prompts split across steps under the token budget, decodes mixed in
+    chunked_prefill_above_context: int | None = None  # chunked only for a model of a longer context (`for_model`)
     block_size_tokens: int = 16  # paged-KV block
     parallel_slots: int | None = None  # llama.cpp -np / OLLAMA_NUM_PARALLEL: fixed slots, each its own context
     slot_context_tokens: int | None = None  # context per slot (context_split: the server's, over its slots)
@@ -70,6 +71,18 @@ class ServingPolicy:
         if unknown:
             raise RooflineError(f"serving policy: unknown field(s) {', '.join(sorted(unknown))}")
         return replace(cls.generic(), **{k: v for k, v in values.items() if v is not None})
+
+    def for_model(self, max_context: int) -> "ServingPolicy":
+        """The policy serving a model of `max_context` tokens: where chunked prefill is on only above a context
+        (vLLM V0, 32K) and this model's is no longer, prompts run whole in steps of up to that context (V0's
+        max_num_batched_tokens = max_model_len without chunked prefill)."""
+        above = self.chunked_prefill_above_context
+        if above is None:
+            return self
+        if max_context > above:
+            return replace(self, chunked_prefill=True, chunked_prefill_above_context=None)
+        return replace(self, chunked_prefill=False, chunked_prefill_above_context=None,
+                       max_num_batched_tokens=max(max_context, self.max_num_batched_tokens))
 
     @property
     def sim_block_tokens(self) -> int:

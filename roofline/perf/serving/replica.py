@@ -100,6 +100,7 @@ class ReplicaSetup:
 
     @classmethod
     def build(cls, card, hw, wl, policy, eff, num_blocks: int | None = None) -> "ReplicaSetup":
+        policy = policy.for_model(card.architecture.max_context)
         blocks = num_blocks or kv_pool_blocks(card, hw, wl, policy)
         max_ctx = card.architecture.max_context
         timer = StepTimer(card, hw, wl, eff, policy.max_num_batched_tokens, policy.effective_max_seqs, max_ctx)

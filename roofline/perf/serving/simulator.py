@@ -94,6 +94,11 @@ class Simulation:
             raise RooflineError(f"{where}: {req.prompt_tokens:,} prompt + {req.output_tokens:,} output tokens exceed "
                                 f"{self.fleet.setup.card.name}'s context of {self.context:,} tokens; "
                                 f"{fix or 'use a shorter --prompt/--output'}")
+        policy = self.fleet.setup.policy
+        if not policy.chunked_prefill and req.prompt_tokens > policy.max_num_batched_tokens:
+            raise RooflineError(f"{where}: its {req.prompt_tokens:,}-token prompt is more than the "
+                                f"{policy.max_num_batched_tokens:,} tokens {policy.name} runs in one step without "
+                                f"chunked prefill, which it refuses; {fix or 'use shorter prompts'}")
         if total > self.limit:
             slots = self.fleet.setup.policy.memory_policy == "per_slot"
             held = "a slot's context" if slots else "the KV pool"
