@@ -60,3 +60,30 @@ def test_saturation_estimate_is_near_the_rate_found(short_points):
     row = cap.search_config(CARD, cap.Config(HW, 1, "fp8", "fp8"), rt, p, o, loose)
     assert 0.8 <= row["max_rate_per_s"] / row["saturation_estimate_per_s"] <= 1.25, row
     assert cap.saturation_rate(fleet, p, o, 0.012) < cap.saturation_rate(fleet, p, o, 0.5)
+
+
+def _point(preemptions: int, pool_use: float, meets: bool = True) -> dict:
+    from types import SimpleNamespace
+
+    metrics = SimpleNamespace(preemptions=preemptions, series=[(0.0, 1, 0, pool_use)])
+    return {"meets": meets, "result": SimpleNamespace(metrics=metrics)}
+
+
+def test_a_rate_whose_pool_binds_is_confirmed_over_a_longer_run():
+    """A rate found where the KV pool filled is run again CONFIRM_SPAN times as long; failing there, the search
+    steps down until a long run passes (the pool of a 4090 filling over minutes had passed a one-minute point)."""
+    from roofline.perf.serving import capacity as cap
+
+    tried = []
+
+    def probe(rate: float, span: float) -> dict:
+        tried.append((rate, span))
+        return _point(3, 1.0, meets=rate < 11.5)
+
+    rate, failed, best = cap.confirm(probe, 12.1, _point(2, 0.95))
+    assert tried[0] == (12.1, cap.CONFIRM_SPAN) and len(tried) == 2
+    assert rate == pytest.approx(12.1 / cap.FIRST_STEP) and failed == 12.1 and best["meets"]
+    tried.clear()
+    assert cap.confirm(probe, 12.1, _point(0, 0.5))[0] == 12.1 and not tried  # the pool never bound: kept as found
+    never = cap.confirm(lambda rate, span: _point(9, 1.0, meets=False), 12.1, _point(1, 1.0))
+    assert never[0] == 0.0 and never[2] is None

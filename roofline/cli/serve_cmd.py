@@ -220,7 +220,8 @@ def capacity_cmd(
             "slot_context_tokens": slot_context,
             "load_point": {"min_requests": cap.MIN_REQUESTS, "min_arrival_s": cap.MIN_ARRIVAL_S,
                            "warmup_share": cap.WARMUP_SHARE, "overload_share": cap.OVERLOAD_SHARE,
-                           "rate_tolerance": cap.RATE_TOLERANCE},
+                           "rate_tolerance": cap.RATE_TOLERANCE, "confirm_span": cap.CONFIRM_SPAN,
+                           "pool_binds": cap.POOL_BINDS},
             "prices": {h.name: {"usd_per_gpu_hour": prices[h.name],
                                 "source": ("--usd-per-gpu-hour" if usd_per_gpu_hour
                                            else h.sources.get("cloud_usd_per_gpu_hour", ""))}
@@ -263,5 +264,6 @@ def render_capacity(data: dict, target: bool, priced: bool):
                "CARD`); give --usd-per-gpu-hour for your own")
     yield (f"each load point: max({lp['min_requests']} requests, {lp['min_arrival_s']:.0f} s of arrivals), the first "
            f"{lp['warmup_share']:.0%} not counted; overloaded when the queue grows by > {lp['overload_share']:.0%} of "
-           f"the arrivals; bisection to {lp['rate_tolerance']:.0%}. 'in system': requests in flight at that rate "
-           f"(Little's law).")
+           f"the arrivals; bisection to {lp['rate_tolerance']:.0%}; where the KV pool binds (a preemption, or "
+           f"{lp['pool_binds']:.0%} in use), the rate holds over {lp['confirm_span']}x the arrivals. 'in system': "
+           f"requests in flight at that rate (Little's law).")
