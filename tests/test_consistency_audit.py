@@ -183,3 +183,27 @@ def test_a_prompt_beyond_an_unchunked_step_is_refused(capsys):
     refused(cli(capsys, "serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "trtllm", "--rate", "1",
                 "--prompt", "10000", "--output", "300", "--requests", "10"), "10,000-token prompt", "8,192",
             "chunked prefill")
+
+
+def test_what_stderr_warns_the_json_carries(capsys):
+    """A machine reading --json sees the warnings a person reads on stderr: the sliding windows llama.cpp keeps whole
+    (fits had printed `"warnings": []`) and a request beyond Ollama's default context (predict had no field)."""
+    code, out, err = cli(capsys, "fits", "-m", "mistral-7b", "--hw", "h100-sxm", "--runtime", "llama.cpp", "--json")
+    assert code == 0 and "sliding windows whole" in err
+    assert any("sliding windows whole" in w for w in json.loads(out)["warnings"])
+    code, out, err = cli(capsys, "predict", "-m", "llama-3.1-8b", "--hw", "rtx-4080", "--quant", "q4_k_m", "--runtime",
+                         "ollama", "--prompt", "8k", "--json")
+    warned = json.loads(out)["warnings"]
+    assert code == 0 and len(warned) == 1 and "num_ctx" in warned[0] and "num_ctx" in err
+    assert _json(capsys, "predict", "-m", "llama-3.1-8b", "--hw", "h100")["warnings"] == []
+
+
+def test_a_disaggregated_fleet_states_its_replicas_and_link(capsys):
+    """--disagg 1:2 on H100s: 1 prefill and 2 decode replicas (3 GPUs), the KV handed off over NVLink's 450 GB/s a
+    direction (3,600 Gbit/s) when --network-gbps is not given, and at the rate given when it is."""
+    base = ("serve", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm", "--disagg", "1:2", "--rate", "2",
+            "--requests", "20")
+    d = _json(capsys, *base)
+    assert (d["prefill_replicas"], d["decode_replicas"], d["gpus"]) == (1, 2, 3)
+    assert d["network_gbps"] is None and d["kv_transfer_gbps"] == pytest.approx(3600)
+    assert _json(capsys, *base, "--network-gbps", "400")["kv_transfer_gbps"] == pytest.approx(400)

@@ -131,7 +131,7 @@ def test_serve_takes_the_runtime_profile_and_its_version():
                          for extra in (("--runtime", "vllm"), ("--runtime", "vllm@0.6.0"), ()))
     assert new["runtime"].startswith("vllm@") and old["runtime"] == "vllm@0.6.0" and generic["runtime"] == "generic"
     assert new["scheduler"]["max_num_batched_tokens"] == 8192 and old["scheduler"]["max_num_batched_tokens"] == 512
-    assert not old["scheduler"]["chunked_prefill"]
+    assert old["scheduler"]["chunked_prefill"]  # a 128K model: vLLM 0.6's server chunks prefill above 32K
     assert "runtime profile vllm" in new["efficiency_source"] and "runtime profile" not in generic["efficiency_source"]
     assert new["ttft_s"]["mean"] != generic["ttft_s"]["mean"]  # the profile's fitted efficiency times the steps
     table = run_cli(*args[:-1], "--runtime", "sglang")
@@ -306,7 +306,7 @@ def test_capacity_cli_prices_and_replicas(short_points):
     data = {"model": CARD.name, "runtime": "vllm", "slo_ttft_s": 1.0, "slo_itl_s": 0.05, "attainment": 0.9,
             "prompt": "300", "output": "50", "target_rate_per_s": 30.0, "configurations": rows,
             "load_point": {"min_requests": 1, "min_arrival_s": 1, "warmup_share": 0.1, "overload_share": 0.05,
-                           "rate_tolerance": 0.05}}
+                           "rate_tolerance": 0.05, "confirm_span": 4, "pool_binds": 0.9}}
     parts = list(render_capacity(data, True, True))
     assert len(parts) == 2 + any(not r.get("max_rate_per_s") for r in rows)
     # without --usd-per-gpu-hour the cards' cited cloud rates price the rows, and the table says so

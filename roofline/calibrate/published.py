@@ -146,7 +146,7 @@ def predict_row(row: dict, store: CardStore, eff: Efficiency | None = None, ceil
         card, hw, gpus = cards_of(row, store)
         out.model, out.hw, card = card.name, hw.name, as_run(card, runtime)
         if eff is None:
-            eff = row_flags(row, expected_efficiency(hw, runtime))
+            eff = row_flags(row, expected_efficiency(hw, runtime, card.architecture.max_context))
         out.runtime = eff.runtime
         load = MaxLoad(max_load_batch(row, runtime), *max_load_memory(hw, runtime))
         out.predicted = _predict(row, card, hw, gpus, eff, load)

@@ -71,7 +71,7 @@ def narrow_expert_gemms(row: dict, card, hw, choice: RuntimeChoice) -> bool:
         return False
     if row["metric"] in PROMPT_METRICS:
         prompt = float(row.get("isl") or 512)
-        chunk = row_flags(row, expected_efficiency(hw, choice)).prefill_chunk_tokens
+        chunk = row_flags(row, expected_efficiency(hw, choice, card.architecture.max_context)).prefill_chunk_tokens
         tokens = min(prompt, chunk) if chunk else prompt
     else:
         batch = str(row.get("batch") or "1").strip()

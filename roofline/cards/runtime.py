@@ -297,6 +297,19 @@ class RuntimeProfile(Strict):
         return [v for v in self.versions if version_key(v.version) <= key]
 
 
+def chunking_for(policy: dict, max_context: int | None) -> dict:
+    """`serving_policy()`'s fields for a model of `max_context` tokens. Where chunked prefill is on only above a
+    context (vLLM V0's server: 32K) it is on for a longer model, else off with steps of up to the model's context
+    (V0: max_num_batched_tokens = max_model_len); no threshold, or no model given: as the profile states."""
+    above = policy.get("chunked_prefill_above_context")
+    if above is None or max_context is None:
+        return policy
+    if max_context > above:
+        return {**policy, "chunked_prefill": True, "chunked_prefill_above_context": None}
+    return {**policy, "chunked_prefill": False, "chunked_prefill_above_context": None,
+            "max_num_batched_tokens": max(max_context, policy.get("max_num_batched_tokens") or 0)}
+
+
 def _valid_scope(scope: str) -> bool:
     if scope == "default" or scope in SCOPE_KINDS:
         return True

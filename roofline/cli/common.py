@@ -120,7 +120,7 @@ def runtime_efficiency(choice: RuntimeChoice | None, card, hw, wl) -> Efficiency
     if choice is None:
         return None
     check_runtime_supports(choice, card, hw, wl.quant, wl.kv_quant)
-    return expected_efficiency(hw, choice)
+    return expected_efficiency(hw, choice, card.architecture.max_context)
 
 
 def runtime_runs(choice: RuntimeChoice | None, card, hw):

@@ -142,6 +142,8 @@ def emit(data: Any, as_json: bool, render: Callable[[], Iterable[Any]], as_csv: 
         write_csv(csv_rows())
         return
     if as_json:
+        if isinstance(data, dict):  # what stderr says, a machine reads too
+            data = {**data, "warnings": list(dict.fromkeys([*data.get("warnings", []), *_SAID, *map(plain, _HELD)]))}
         sys.stdout.write(json.dumps(json_safe(data), indent=2) + "\n")
         return
     out = console()
@@ -156,10 +158,12 @@ def check_formats(as_json: bool, as_csv: bool) -> None:
 
 
 def warn(message: str) -> None:
-    """One warning line on stderr (never on stdout, which may be JSON or CSV)."""
+    """One warning line on stderr (never on stdout, which may be JSON or CSV); --json's `warnings` holds it too."""
     sys.stderr.write(f"warning: {plain(message)}\n")
+    _SAID.append(plain(message))
 
 
+_SAID: list[str] = []  # the warnings this run has printed
 _HELD: list[str] = []  # warnings said once the command succeeds (an error stays the one line it is)
 
 
@@ -174,6 +178,7 @@ def flush_held_warnings(succeeded: bool) -> None:
     for message in _HELD if succeeded else ():
         warn(message)
     _HELD.clear()
+    _SAID.clear()
 
 
 def csv_cell(value: Any) -> Any:

@@ -46,7 +46,8 @@ from roofline.perf.serving.workload import parse_lengths
 from roofline.perf.workload import make_workload
 from roofline.sizing.precision import Formats
 
-SloOpt = Annotated[Optional[float], typer.Option(help="SLO in seconds.")]
+SloOpt = Annotated[Optional[float], typer.Option(help="SLO in seconds (--slo-itl bounds each request's TPOT, its mean "
+                                                        "time per output token, as DistServe's goodput does).")]
 MIN_NETWORK_GBPS = 1e-3  # 1 Mbit/s: below it one KV hand-off takes hours, a unit typo rather than a network
 DISTS = ("ttft_s", "itl_s", "tpot_s", "e2e_s", "queue_wait_s")
 LABELS = {"ttft_s": "TTFT", "itl_s": "ITL (every gap)", "tpot_s": "TPOT (per request)", "e2e_s": "end-to-end",
@@ -102,8 +103,15 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     label = Formats(card, hwc, wl.quant, wl.kv_quant).weights_label  # as predict labels it
     result.extra.update(model=card.name, hardware=hwc.name, quant=label, kv_quant=wl.kv_quant, tp=wl.tp, pp=wl.pp,
                         efficiency_source=fleet.setup.eff.source, router=router, disagg=disagg,
-                        network_gbps=network_gbps)
+                        network_gbps=network_gbps, kv_transfer_gbps=_transfer_gbps(fleet) if disagg else None,
+                        decode_replicas=fleet.replicas, prefill_replicas=fleet.prefill_replicas)
     return result
+
+
+def _transfer_gbps(fleet) -> float:
+    """The KV hand-off rate a disaggregated fleet uses, Gbit/s per GPU: --network-gbps, else the card's GPU link."""
+    rate = fleet.transfer_bytes_per_s or fleet.setup.hw.interconnect.bandwidth_bytes_per_s_per_direction
+    return rate * 8 / 1e9
 
 
 def serve_cmd(
@@ -164,7 +172,8 @@ def render_serve(d: dict):
     rows = [(LABELS[k], *(fmt_s(d[k][q]) for q in ("mean", "p50", "p90", "p95", "p99"))) for k in DISTS]
     yield table(title, ["", *(Column(q, "right") for q in ("mean", "p50", "p90", "p95", "p99"))], rows)
     goodput = ("goodput: no SLO given (--slo-ttft, --slo-itl)" if d["goodput_requests_per_s"] is None else
-               f"goodput {d['goodput_requests_per_s']:.2f} req/s ({d['slo_attainment']:.0%} within the SLO)")
+               f"goodput {d['goodput_requests_per_s']:.2f} req/s ({d['slo_attainment']:.0%} within the SLO: TTFT, "
+               "and TPOT, each request's mean time per output token)")
     yield (f"throughput {d['requests_per_s']:.2f} req/s · output {fmt_rate(d['output_tok_s'])} tok/s "
            f"({fmt_rate(d['output_tok_s_per_gpu'])} per GPU) · total {fmt_rate(d['total_tok_s'])} tok/s · "
            f"{goodput} · preemptions {d['preemptions']} · KV pool {d['kv_pool_tokens_per_replica']:,} tokens per "
@@ -181,7 +190,8 @@ def capacity_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model card.")],
     hw: Annotated[str, typer.Option("--hw", help="Hardware card(s), comma-separated.")],
     slo_ttft: Annotated[float, typer.Option(help="TTFT objective, seconds.")],
-    slo_itl: Annotated[float, typer.Option(help="ITL (time per output token) objective, seconds.")],
+    slo_itl: Annotated[float, typer.Option(help="Objective on each request's TPOT (mean time per output token), "
+                                           "seconds.")],
     runtime: RuntimeOpt = None, quant: QuantOpt = None,
     target_rate: Annotated[Optional[float], typer.Option(help="Requests/s the fleet must sustain.")] = None,
     usd_per_gpu_hour: Annotated[Optional[str], typer.Option(

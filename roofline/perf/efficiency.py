@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from roofline.cards.formats import QUANTIZED_FORMATS, first_supported, weight_format
 from roofline.cards.hardware import HardwareCard, default_key, nvidia_architecture
 from roofline.cards.model import ModelCard
+from roofline.cards.runtime import chunking_for
 from roofline.cards.schema import MIN_FRACTION, efficiency_number_problem
 from roofline.cards.versions import compute_capability_key
 from roofline.errors import CardError, RooflineError
@@ -200,18 +201,19 @@ def _activation_cost(hw: HardwareCard, section: dict[str, Any], where: str,
     return {**(base or {}), **{k: float(v) for k, v in costs.items()}}
 
 
-def expected_efficiency(hw: HardwareCard, runtime: RuntimeChoice | None = None) -> Efficiency:
+def expected_efficiency(hw: HardwareCard, runtime: RuntimeChoice | None = None,
+                        max_context: int | None = None) -> Efficiency:
     """The efficiency `expected` mode uses on this card under `runtime` (None: generic), with its provenance in
-    `source` and the runtime in `runtime`."""
+    `source` and the runtime in `runtime`; `max_context`, the model's, where the runtime chunks prefill by it."""
     eff = DEFAULTS[default_key(hw)]
     if hw.efficiency:
         eff = replace(eff, **_overrides(hw, hw.efficiency, "efficiency"),
                       activation_cost=_activation_cost(hw, hw.efficiency, "efficiency"),
                       source=hw.efficiency.get("source", f"{hw.name} card's efficiency section"))
     if runtime is not None and runtime.profile.name != "roofline-engine":
-        return runtime_efficiency(eff, hw, runtime)
+        return runtime_efficiency(eff, hw, runtime, max_context)
     if runtime is not None:
-        eff = replace(runtime_efficiency(eff, hw, runtime), runtime=runtime.label)
+        eff = replace(runtime_efficiency(eff, hw, runtime, max_context), runtime=runtime.label)
     if hw.calibration:
         cal = hw.calibration
         eff = replace(eff, **_overrides(hw, cal, "calibration"),
@@ -243,9 +245,10 @@ def runtime_layers(hw: HardwareCard, runtime: RuntimeChoice) -> list[tuple[str, 
     return layers
 
 
-def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoice) -> Efficiency:
+def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoice,
+                       max_context: int | None = None) -> Efficiency:
     """`base` (the hardware kind's defaults) with the profile's layers applied; the prefill chunk defaults to the
-    scheduler's token budget where the runtime chunks prefill."""
+    scheduler's token budget where the runtime chunks prefill (for a model of `max_context`: `chunking_for`)."""
     values: dict[str, Any] = {}
     by_format, dtypes = dict(base.compute_by_format), dict(base.kernel_dtypes)
     quantized = dict(base.compute_quantized)
@@ -255,7 +258,7 @@ def runtime_efficiency(base: Efficiency, hw: HardwareCard, runtime: RuntimeChoic
         by_format.update(layer.compute_by_format)
         quantized.update(layer.compute_quantized)
         dtypes.update({fmt: tuple(chain) for fmt, chain in layer.kernel_dtypes.items()})
-    policy = runtime.profile.serving_policy(runtime.version or runtime.range_start)
+    policy = chunking_for(runtime.profile.serving_policy(runtime.version or runtime.range_start), max_context)
     if "prefill_chunk_tokens" not in values and policy["chunked_prefill"] and policy["max_num_batched_tokens"]:
         values["prefill_chunk_tokens"] = float(policy["max_num_batched_tokens"])
     source = f"runtime profile {runtime.described} on {default_key(hw)} ({hw.vendor})"

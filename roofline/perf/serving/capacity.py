@@ -246,7 +246,7 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
     try:
         check_runtime_supports(runtime, card, cfg.hw, wl.quant, wl.kv_quant)
         fleet = build_fleet(card, cfg.hw, wl, policy_for(runtime, cfg.hw, cfg.tp, context),
-                            eff=expected_efficiency(cfg.hw, runtime))
+                            eff=expected_efficiency(cfg.hw, runtime, card.architecture.max_context))
     except RooflineError as err:  # the search itself tries more GPUs and smaller formats: no advice to give
         return {**row, "fits": False, "why": str(err).removesuffix(MORE_MEMORY)}
     alone = alone_misses(fleet, prompt, output, slo)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 
 from roofline.cards.hardware import HardwareCard
-from roofline.cards.runtime import RuntimeChoice
+from roofline.cards.runtime import RuntimeChoice, chunking_for
 from roofline.errors import RooflineError
 from roofline.sizing.memory import slot_share_tokens
 
@@ -73,16 +73,9 @@ class ServingPolicy:
         return replace(cls.generic(), **{k: v for k, v in values.items() if v is not None})
 
     def for_model(self, max_context: int) -> "ServingPolicy":
-        """The policy serving a model of `max_context` tokens: where chunked prefill is on only above a context
-        (vLLM V0, 32K) and this model's is no longer, prompts run whole in steps of up to that context (V0's
-        max_num_batched_tokens = max_model_len without chunked prefill)."""
-        above = self.chunked_prefill_above_context
-        if above is None:
-            return self
-        if max_context > above:
-            return replace(self, chunked_prefill=True, chunked_prefill_above_context=None)
-        return replace(self, chunked_prefill=False, chunked_prefill_above_context=None,
-                       max_num_batched_tokens=max(max_context, self.max_num_batched_tokens))
+        """The policy serving a model of `max_context` tokens (`chunking_for`: vLLM V0 chunks prefill above 32K)."""
+        keys = ("chunked_prefill", "chunked_prefill_above_context", "max_num_batched_tokens")
+        return replace(self, **chunking_for({k: getattr(self, k) for k in keys}, max_context))
 
     @property
     def sim_block_tokens(self) -> int:
