@@ -55,6 +55,9 @@ def _vllm_with(change) -> dict:
     (lambda d: d["format_min_compute_capability"].update(q4_k_m="8.0"), "format_min_compute_capability.q4_k_m"),
     (lambda d: d["sources"].pop("format_min_compute_capability.fp8"), "format_min_compute_capability.fp8"),
     (lambda d: d["format_min_compute_capability"].update(fp8="eight"), "format_min_compute_capability"),
+    (lambda d: d["format_since"].update(q4_k_m="0.9.0"), "format_since.q4_k_m"),  # the first release of a format
+    (lambda d: d["sources"].pop("format_since.mxfp4"), "format_since.mxfp4"),
+    (lambda d: d["format_since"].update(mxfp4="soon"), "is not a version"),
 ])
 def test_a_bad_format_minimum_is_refused_at_load(change, needle, tmp_path, capsys):
     write_card(tmp_path, "runtimes", _vllm_with(change))

@@ -180,8 +180,9 @@ def runtime_sizing(choice: RuntimeChoice | None, hw, wl, model, context: int | N
         text += f" ({util:.0%} of {reported_label(hw)}, the share the runtime takes)"
     if policy["kv_share"] < 1:
         text += f" (its KV pool: {policy['kv_share']:.0%} of what the rest leaves)"
-    return view, Deployment(wl.tp, wl.pp, blocks, step, slot_tokens=slot, kv_share=policy["kv_share"],
-                                            sampled_seqs=policy["sampled_seqs"]), text
+    dep = Deployment(wl.tp, wl.pp, blocks, step, slot_tokens=slot, kv_share=policy["kv_share"],
+                     sampled_seqs=policy["sampled_seqs"])
+    return view, dep, text
 
 
 def warn_beyond_slot(choice: RuntimeChoice, wl, slot_tokens: int) -> None:

@@ -127,7 +127,9 @@ def _render_closed(header: str, rows: list[dict], limit: int, top: int, note: st
                   fmt_rate(r["static_decode_tok_s_aggregate"]) if r["fits_in_memory"] else "OOM",
                   fmt_s(r["static_ttft_s"]) if r["fits_in_memory"] else "OOM") for r in rows])
     if limit < top:
-        yield f"above {limit} clients requests wait for KV blocks: " + note
+        yield (f"a static batch of more than {limit} does not fit (each request at its full length): " + note +
+               "; in the closed loop requests hold KV as they grow, so more run at once ('peak batch'), until the pool "
+               "fills and the rest wait or are preempted")
 
 
 def _render_static(header: str, rows: list[dict], limit: int, note: str):

@@ -314,7 +314,8 @@ def check_format_version(runtime: RuntimeChoice, used: set[str]) -> None:
     for fmt in sorted(used - set(ok)):
         first = prof.first_version(fmt)
         raise RooflineError(f"{prof.display_name} loads {fmt} weights from {first} on; {runtime.label} is older: "
-                            f"ask for --runtime {prof.name}@{first} or newer, or pick --quant {' or '.join(nearest(ok, fmt))}")
+                            f"ask for --runtime {prof.name}@{first} or newer, or pick --quant "
+                            f"{' or '.join(nearest(ok, fmt))}")
 
 
 def nearest(formats: list[str], fmt: str, most: int = 3) -> list[str]:

@@ -90,7 +90,8 @@ def candidates(card: ModelCard, hw: HardwareCard, runtime: RuntimeChoice | None 
     kvs = ["bf16"] + (["fp8"] if "fp8" in peaks else [])
     if runtime is not None:
         prof = runtime.profile
-        formats = formats if weights else [w for w in formats + list(QUANTIZED_CANDIDATES) if w in prof.formats_at(runtime.version)]
+        loads = prof.formats_at(runtime.version)
+        formats = formats if weights else [w for w in formats + list(QUANTIZED_CANDIDATES) if w in loads]
         kvs = [prof.default_kv_format] + [k for k in [*kvs, *QUANTIZED_KV] if k in prof.kv_formats and k not in
                                           ("bf16", prof.default_kv_format)]  # bf16 or the default, not both
     heads = card.architecture.attention.num_heads if card.architecture.attention else 1
@@ -265,8 +266,9 @@ def search_config(card: ModelCard, cfg: Config, runtime: RuntimeChoice | None, p
         why = f"even {rate:.3g} req/s misses the SLO"
         if best is not None:
             lo, failed, best = confirm(probe, lo, best)
-            hi, why = failed or hi, f"down to {failed:.3g} req/s the SLO fails over {CONFIRM_SPAN}x longer runs " \
-                                    "(the KV pool fills)" if failed else why
+            if failed is not None:
+                hi = failed
+                why = f"down to {failed:.3g} req/s the SLO fails over {CONFIRM_SPAN}x longer runs (the KV pool fills)"
     except RooflineError as err:  # a request this configuration cannot hold (a runtime's slot context)
         return {**row, "fits": False, "why": str(err)}
     row.update(fits=True, saturation_estimate_per_s=top, points=len(points),
