@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
-from pydantic import Field, StrictBool, field_validator, model_validator
+from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 
 from roofline.cards.formats import card_format, weight_format
+from roofline.cards.layer_pattern import expand_pattern
 from roofline.cards.schema import (
     MAX_LAYERS,
     Context,
@@ -216,32 +216,6 @@ STANDARD_LAYER_TYPES: dict[str, LayerType] = {
 }
 
 
-def _repeat(text: str, times: str) -> str:
-    """`text` repeated `times` times, refused beyond MAX_LAYERS letters (a pattern never expands further)."""
-    if len(times) > 6 or len(text) * int(times) > MAX_LAYERS:
-        raise ValueError(f"layer pattern repeats beyond {MAX_LAYERS} layers")
-    return text * int(times)
-
-
-def expand_pattern(pattern: str) -> str:
-    """'(SSSSSA)*10 SS' -> 62 letters. Groups and single letters repeat with '*N'; spaces are ignored."""
-    if len(pattern) > 16 * MAX_LAYERS:
-        raise ValueError(f"layer pattern longer than {16 * MAX_LAYERS} characters")
-    text = re.sub(r"\s+", "", pattern)
-    while True:
-        new = re.sub(r"\(([^()]*)\)\*(\d+)", lambda m: _repeat(m[1], m[2]), text)
-        new = re.sub(r"\(([^()]*)\)(?!\*\d)", r"\1", new)
-        new = re.sub(r"([^()*\d])\*(\d+)", lambda m: _repeat(m[1], m[2]), new)
-        if len(new) > MAX_LAYERS:
-            raise ValueError(f"layer pattern expands beyond {MAX_LAYERS} layers")
-        if new == text:
-            break
-        text = new
-    if re.search(r"[()]|\*\d", text):
-        raise ValueError(f"cannot parse layer pattern {pattern!r}; write letters, '(..)*N' or 'X*N'")
-    return text
-
-
 class Architecture(Strict):
     vocab_size: Vocab
     hidden_size: Width
@@ -291,12 +265,19 @@ class Architecture(Strict):
                 raise ValueError(f"layer type '{letter}' has a dense FFN but the card has no ffn section")
             if lt.ffn == "auto" and self.ffn is None and self.moe is None:
                 raise ValueError(f"layer type '{letter}' has an FFN but the card has neither an ffn nor a moe section")
+            if lt.num_kv_heads and self.attention is not None and self.attention.num_heads % lt.num_kv_heads:
+                raise ValueError(f"layer type '{letter}': num_kv_heads {lt.num_kv_heads} must divide "
+                                 f"attention.num_heads {self.attention.num_heads}")
         if self.moe is not None and self.moe.first_dense_layers:
             if self.moe.first_dense_layers > self.num_layers:
                 raise ValueError(f"moe.first_dense_layers {self.moe.first_dense_layers} exceeds num_layers "
                                  f"{self.num_layers}")
             if self.ffn is None:
                 raise ValueError("moe.first_dense_layers needs an ffn section (the dense layers' intermediate_size)")
+        if self.moe is not None and not any(types[x].ffn == "moe" or types[x].ffn == "auto" and i >=
+                                            self.moe.first_dense_layers for i, x in enumerate(letters)):
+            raise ValueError("the card has a moe section but no layer uses it (moe.first_dense_layers, layer_pattern); "
+                             "drop the moe section or give layers an MoE FFN")
         return self
 
     @property
@@ -361,7 +342,7 @@ class ModelCard(Strict):
     weights: dict[str, str] = {"default": "bf16"}
     # exact bytes per component in the file the card was imported from (GGUF tensor types, safetensors dtypes,
     # block scales included); used wherever a component keeps its native format (sizing/params.weight_bytes)
-    stored_weight_bytes: dict[str, int] | None = None
+    stored_weight_bytes: dict[str, StrictInt] | None = None
     # published checkpoints whose layers are not all in one format: name -> formats as shipped
     checkpoints: dict[str, Checkpoint] = {}
     notes: str = ""
@@ -388,8 +369,9 @@ class ModelCard(Strict):
         for component, n in (v or {}).items():
             if component not in COMPONENTS:
                 raise ValueError(f"unknown component '{component}'; use one of {', '.join(COMPONENTS)}")
-            if not 0 <= n <= MAX_QUANTITY:
-                raise ValueError(f"'{component}' bytes must be between 0 and {MAX_QUANTITY:g}, got {shown(n)}")
+            if isinstance(n, bool) or not 0 < n <= MAX_QUANTITY:
+                raise ValueError(f"'{component}' bytes must be a whole number above 0 and at most {MAX_QUANTITY:g} "
+                                 f"(leave out a component the file does not hold), got {shown(n)}")
         return v
 
     @property

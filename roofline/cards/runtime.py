@@ -189,6 +189,9 @@ class RuntimeProfile(Strict):
                 if not _valid_scope(scope.split("@")[0]):
                     raise ValueError(f"{where}.{scope}: scope must be default, a kind ({', '.join(SCOPE_KINDS)}), "
                                      "a vendor, or vendor-kind like nvidia-soc")
+                if "@" in scope and scope.split("@", 1)[1] not in self.version_names():
+                    raise ValueError(f"{where}.{scope}: name a version of this profile after '@' "
+                                     f"({', '.join(self.version_names())})")
         self._min_compute_capability_cited()
         for device in self.devices:
             if f"devices.{device}" not in self.sources:

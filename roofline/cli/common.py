@@ -12,7 +12,7 @@ from roofline.cards.runtime_windows import as_run
 from roofline.cards.schema import comma_entries
 from roofline.cards.store import CardStore
 from roofline.cards.units import DECIMAL_COMMA_HINT, QuantityError, parse_tokens
-from roofline.cli.output import warn, warn_on_success
+from roofline.cli.output import warn_on_success
 from roofline.errors import RooflineError, UnknownNameError
 from roofline.importers import open_store
 from roofline.importers.checkpoint import assumed_notes
@@ -213,9 +213,9 @@ def warn_batch_beyond_runtime(choice: RuntimeChoice | None, batch: int) -> None:
     most = policy.get("parallel_slots") or policy.get("max_num_seqs")
     if most and batch > most:
         slots = "slots" if policy.get("parallel_slots") else "max_num_seqs"
-        warn(f"{choice.profile.display_name} runs at most {most:,} sequence{'s' * (most > 1)} at once by default "
-             f"({slots}); the batch of {batch:,} is timed as one step, as with that limit raised to {batch:,} "
-             f"(`roofline serve --concurrency {batch}` queues the rest at the default)")
+        warn_on_success(f"{choice.profile.display_name} runs at most {most:,} sequence{'s' * (most > 1)} at once by "
+                        f"default ({slots}); the batch of {batch:,} is timed as one step, as with that limit raised to "
+                        f"{batch:,} (`roofline serve --concurrency {batch}` queues the rest at the default)")
 
 
 def runtime_label(choice: RuntimeChoice | None) -> str:
@@ -257,8 +257,9 @@ def runtime_card(card, choice: RuntimeChoice | None):
     """`card` as the runtime runs it (`as_run`), saying so where it keeps sliding windows whole."""
     run = as_run(card, choice)
     if run is not card:
-        warn(f"{choice.described} keeps {card.name}'s sliding windows whole (no windowed KV cache for the "
-             f"{card.family} family there): those layers cache and attend over the whole context, as full attention")
+        warn_on_success(f"{choice.described} keeps {card.name}'s sliding windows whole (no windowed KV cache for "
+                        f"the {card.family} family there): those layers cache and attend over the whole context, as "
+                        "full attention")
     return run
 
 

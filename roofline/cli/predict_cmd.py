@@ -32,7 +32,7 @@ from roofline.cli.common import (
     tokens,
     warn_batch_beyond_runtime,
 )
-from roofline.cli.output import Column, check_formats, emit, table, warn
+from roofline.cli.output import Column, check_formats, emit, table, warn_on_success
 from roofline.cli.output import write_csv as write_rows
 from roofline.errors import RooflineError
 from roofline.perf.instead import run_instead
@@ -156,7 +156,7 @@ def predict_cmd(
     check_formats(as_json, as_csv)
     if context is not None:
         # kept one release for scripts written before the rename; `fits --context` is tokens each sequence holds
-        warn("predict --context is deprecated: use --cached-tokens (tokens cached before the prompt)")
+        warn_on_success("predict --context is deprecated: use --cached-tokens (tokens cached before the prompt)")
         if cached_tokens != "0":
             raise RooflineError("give --cached-tokens only (--context is its deprecated name)")
         cached_tokens = context

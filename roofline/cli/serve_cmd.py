@@ -62,7 +62,9 @@ def _load_options(rate, trace, prompt, output, burstiness) -> tuple[str, str, fl
                             "request's own: drop them")
     if burstiness is not None and rate is None:
         raise RooflineError("--burstiness shapes the gaps of an open loop (--rate); drop it or give --rate")
-    return prompt or DEFAULT_PROMPT, output or DEFAULT_OUTPUT, 1.0 if burstiness is None else burstiness
+    prompt = DEFAULT_PROMPT if prompt is None else prompt  # an empty --prompt '' is a value, refused by parse_lengths
+    output = DEFAULT_OUTPUT if output is None else output
+    return prompt, output, 1.0 if burstiness is None else burstiness
 
 
 def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt, output, burstiness, slo_ttft,

@@ -142,7 +142,8 @@ def _snapshot(folder: Path) -> Path:
         return folder
     ref = root / "refs" / "main"
     if ref.is_file():
-        commit = ref.read_text().strip()
+        with open(ref, "rb") as f:  # a commit hash, 40 hex digits: what else it holds is not read
+            commit = f.read(64).decode("ascii", "replace").strip()
         if re.fullmatch(r"[0-9a-f]{40}", commit) and (snapshots / commit).is_dir():
             return snapshots / commit
     found = sorted((p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)

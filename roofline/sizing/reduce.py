@@ -6,6 +6,7 @@ from __future__ import annotations
 from roofline.cards.model import ModelCard
 from roofline.cards.schema import MAX_VOCAB
 from roofline.errors import RooflineError
+from roofline.sizing.layers import resolve_layers
 from roofline.sizing.params import total_params
 
 
@@ -25,6 +26,8 @@ def reduce_card(card: ModelCard, layers: int | None = None, vocab: int | None = 
         a["layer_pattern"] = arch.pattern_letters()[:layers]
         if arch.moe is not None:
             a["moe"]["first_dense_layers"] = min(arch.moe.first_dense_layers, layers)
+            if not any(lay.ffn == "moe" for lay in resolve_layers(arch)[:layers]):
+                a["moe"] = None  # the layers kept are all dense (DeepSeek's first three): no experts left
         suffix.append(f"{layers}l")
     if vocab is not None:
         a["vocab_size"] = vocab

@@ -240,9 +240,9 @@ class StepTimer:
             ctx = np.asarray(contexts, dtype=float)[:, None] + np.arange(steps)[None, :]
             totals = self._decode_sum(ctx)  # (fields, steps)
         replayed = self._replayed(b, float(np.max(contexts)) + np.arange(steps)) if b else False
-        if self._graph is None:
-            return (self._token_s(b) + self._lm(b) + self._context_s(totals, np.full(steps, float(b)))
-                    + self.eff.sequence_overhead_s * b)
+        if self._graph is None:  # one per step even where nothing depends on the context (no KV layers: a scalar)
+            return np.zeros(steps) + (self._token_s(b) + self._lm(b) + self._context_s(totals, np.full(steps, float(b)))
+                                      + self.eff.sequence_overhead_s * b)
         rows = np.where(replayed, self._bucket(b), b).astype(int)  # a replayed step runs its bucket's rows
         return (self._token_s(rows) + self._lm_rows(rows) + self._context_s(totals, rows.astype(float))
                 + self.eff.sequence_overhead_s * b - np.where(replayed, self._graph_saving_s, 0.0))
