@@ -95,3 +95,11 @@ def test_a_fitted_scope_names_a_version_of_the_profile(tmp_path, capsys):
     write_card(tmp_path, "runtimes", profile)
     refused(cli(capsys, "predict", "-m", "llama-3.1-8b", "--hw", "h100-sxm", "--runtime", "vllm", "--cards",
                 str(tmp_path)), "nvidia-gpu@banana", "name a version")
+
+
+@pytest.mark.parametrize("args", [("sweep", "--concurrency", "١"), ("serve", "--rate", "1", "--requests", "5",
+                                                                     "--disagg", "١:١")])
+def test_counts_take_ascii_digits_only(args, capsys):
+    """int() reads Arabic-Indic digits ('١' is 1): --concurrency and --disagg had taken them, where --prompt, --batch
+    and trace cells refuse them."""
+    refused(cli(capsys, args[0], "-m", "llama-3.1-8b", "--hw", "h100-sxm", *args[1:]), "١")

@@ -106,6 +106,16 @@ def parse_quantity(value: object, kind: Kind) -> float:
     return si
 
 
+_ASCII_INT = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+def ascii_int(text: str) -> int:
+    """int() of ASCII digits only: int('١') is 1, which a count on the command line never means. ValueError else."""
+    if not _ASCII_INT.fullmatch(text):
+        raise ValueError(f"{text!r} is not a whole number in ASCII digits")
+    return int(text)
+
+
 def parse_tokens(value: object) -> int:
     """Token counts: 4096, '4k' or '4K' (4,096), '128K' (131,072), '1M' (1,048,576). Must be > 0."""
     tokens = parse_quantity(value, "tokens")

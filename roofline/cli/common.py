@@ -11,7 +11,7 @@ from roofline.cards.files import check_output_file
 from roofline.cards.runtime_windows import as_run
 from roofline.cards.schema import comma_entries
 from roofline.cards.store import CardStore
-from roofline.cards.units import DECIMAL_COMMA_HINT, QuantityError, parse_tokens
+from roofline.cards.units import DECIMAL_COMMA_HINT, QuantityError, ascii_int, parse_tokens
 from roofline.cli.output import warn_on_success
 from roofline.errors import RooflineError, UnknownNameError
 from roofline.importers import open_store
@@ -317,7 +317,7 @@ def unique_cards(cards: list) -> list:
 
 def int_list(option: str, text: str) -> list[int]:
     try:
-        values = [int(v) for v in name_list(option, text)]
+        values = [ascii_int(v) for v in name_list(option, text)]
     except ValueError:
         raise RooflineError(f"{option}: {text!r} is not a comma-separated list of integers like 1,4,8,16") from None
     if not values or min(values) <= 0:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from roofline.cards.hardware import HardwareCard
 from roofline.cards.model import ModelCard
+from roofline.cards.units import ascii_int
 from roofline.errors import RooflineError
 from roofline.perf.efficiency import Efficiency, expected_efficiency
 from roofline.perf.parallel import check_parallel
@@ -32,7 +33,7 @@ def parse_disagg(text: str | None) -> tuple[int, int] | None:
     if not text.strip():
         raise RooflineError("--disagg: empty; give P:D (e.g. 1:3 prefill and decode replicas) or drop --disagg")
     try:
-        p, d = (int(v) for v in text.split(":"))
+        p, d = (ascii_int(v) for v in text.split(":"))
     except ValueError:
         raise RooflineError(f"--disagg {text!r}: use P:D, e.g. 1:3 (prefill and decode replicas)") from None
     if p < 1 or d < 1:
