@@ -71,6 +71,11 @@ SlotContextOpt = Annotated[Optional[str], typer.Option("--context", help="Tokens
                                                        "slots); default: the runtime's.")]
 
 
+def context_tokens(context: str | None) -> int | None:
+    """--context's tokens (each sequence's, or each slot's under a per-slot runtime); None: not given."""
+    return None if context is None else tokens("--context", context)
+
+
 def tokens(option: str, value: str | int, allow_zero: bool = False) -> int:
     """A token option's count, at most MAX_COUNT (0 only where `allow_zero`)."""
     if allow_zero and str(value).strip() == "0":

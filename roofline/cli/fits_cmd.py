@@ -19,6 +19,7 @@ from roofline.cli.common import (
     QuantOpt,
     RuntimeOpt,
     beyond_context,
+    context_tokens,
     fmt_margin,
     kv_default,
     model_and_quant,
@@ -29,7 +30,6 @@ from roofline.cli.common import (
     runtime_policy,
     runtime_runs,
     store,
-    tokens,
 )
 from roofline.cli.output import Column, emit, table
 from roofline.errors import RooflineError
@@ -102,7 +102,7 @@ def fits_cmd(
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_runtime_supports(choice, card, hwc, wl.quant, wl.kv_quant)
     hwc, ctx, block_tokens, max_step_tokens, policy = runtime_memory_view(
-        runtime_policy(choice, hwc, wl.tp * wl.pp), hwc, None if context is None else tokens("--context", context),
+        runtime_policy(choice, hwc, wl.tp * wl.pp), hwc, context_tokens(context),
         block_tokens, max_step_tokens)
     if context is None and ctx > card.architecture.max_context:
         # a default (the runtime's, or 8,192) beyond the model's trained context is cut to it (Ollama's

@@ -24,6 +24,7 @@ from roofline.cli.common import (
     RuntimeOpt,
     SlotContextOpt,
     check_slot_context,
+    context_tokens,
     fmt_rate,
     fmt_s,
     kv_default,
@@ -36,7 +37,6 @@ from roofline.cli.common import (
     runtime_label,
     runtime_policy,
     store,
-    tokens,
     unique_cards,
 )
 from roofline.cli.output import Column, emit, progress, table
@@ -93,7 +93,7 @@ def run_serve(st, model, hw, runtime, concurrency, rate, trace, requests, prompt
     if network_gbps is not None and not disagg:
         raise RooflineError("--network-gbps sets the KV hand-off rate of --disagg P:D; add --disagg or drop it")
     eff = runtime_efficiency(choice, card, hwc, wl)
-    slot_context = None if context is None else tokens("--context", context)
+    slot_context = context_tokens(context)
     fleet = build_fleet(card, hwc, wl, policy_for(choice, hwc, wl.tp * wl.pp, slot_context), replicas,
                         router.replace("-", "_"),
                         parse_disagg(disagg), network_gbps * 1e9 / 8 if network_gbps else None, eff=eff)
@@ -213,7 +213,7 @@ def capacity_cmd(
     hws = unique_cards([st.hardware(h) for h in name_list("--hw", hw)])
     if not hws:
         raise RooflineError("capacity needs at least one --hw card (comma-separated for several)")
-    slot_context = None if context is None else tokens("--context", context)
+    slot_context = context_tokens(context)
     for h in hws:  # the fixed format is one the runtime runs on each card, or one line says why not
         runtime_efficiency(choice, card, h, make_workload(quant=weights, kv_quant=kv_default(choice, None)))
         check_slot_context(choice, runtime_policy(choice, h, 1), slot_context)

@@ -17,6 +17,7 @@ from roofline.cli.common import (
     RuntimeOpt,
     SlotContextOpt,
     TokOpt,
+    context_tokens,
     fmt_rate,
     fmt_s,
     int_list,
@@ -87,15 +88,11 @@ def sweep_cmd(
     check_parallel(card, hwc, wl.tp, wl.pp)
     check_context(card.architecture.max_context, card.name, wl)
     eff = runtime_efficiency(choice, card, hwc, wl)
-    slot_context = None if context is None else tokens("--context", context)
+    slot_context = context_tokens(context)
     held, dep, capacity = runtime_sizing(choice, hwc, wl, card, slot_context)
     limit = max_concurrency(card, held, wl.quant, wl.kv_quant, wl.prompt_tokens + wl.output_tokens, dep)
-    if limit < 1:  # nothing to tabulate: say why and what would fit, in one line
-        fixes = [a["flag"] for a in run_instead(card, held, wl.model_copy(update={"batch": 1}), None, eff, dep,
-                                                runtime_runs(choice, card, hwc))]
-        raise RooflineError(f"{card.name} does not fit on {hwc.name} even at concurrency 1 "
-                            f"({wl.prompt_tokens + wl.output_tokens:,} tokens per request); "
-                            + (f"try {' or '.join(fixes)}" if fixes else "see `roofline fits`"))
+    if limit < 1:
+        _refuse_unfit(card, hwc, held, wl, eff, dep, runtime_runs(choice, card, hwc))
     b = np.array(levels, float)
     v = sweep_arrays(card, held, wl, b, np.full_like(b, wl.prompt_tokens), eff=eff, dep=dep)
     rows = [{"concurrency": n, **{k: float(v[k][i]) for k in v if k != "fits_in_memory"},
@@ -115,6 +112,14 @@ def sweep_cmd(
     else:
         emit(data, as_json, lambda: _render_closed(header, rows, limit, max(levels), note, requests_per_client),
              as_csv=as_csv, csv_rows=lambda: rows)
+
+
+def _refuse_unfit(card, hwc, held, wl, eff, dep, runs) -> None:
+    """Nothing to tabulate: why, and what would fit, in one line."""
+    fixes = [a["flag"] for a in run_instead(card, held, wl.model_copy(update={"batch": 1}), None, eff, dep, runs)]
+    raise RooflineError(f"{card.name} does not fit on {hwc.name} even at concurrency 1 "
+                        f"({wl.prompt_tokens + wl.output_tokens:,} tokens per request); "
+                        + (f"try {' or '.join(fixes)}" if fixes else "see `roofline fits`"))
 
 
 def _render_closed(header: str, rows: list[dict], limit: int, top: int, note: str, requests_per_client: int):
